@@ -1,0 +1,190 @@
+"""Markdown-aware chunking: headings, then paragraphs, then sentences, then (last resort) tokens.
+
+Every chunk is an exact slice of the source: `source[start_char:end_char] == text`. Its heading path
+is the list of headings above it. Lengths are measured in the embedder's word pieces, so no chunk
+is cut off by the model's input window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+# Tuned in issue 6 against SciFact's train split; these are the defaults until then:
+# 200 word pieces leaves room under the 256-piece window for the title prefixed at embedding time.
+MAX_CHUNK_TOKENS = 200
+OVERLAP_TOKENS = 32
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    idx: int
+    text: str
+    start_char: int
+    end_char: int
+    heading_path: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Unit:
+    start: int
+    end: int
+    tokens: int
+
+
+def _sections(source: str) -> list[tuple[tuple[str, ...], int, int]]:
+    """(heading path, start, end) for each run of text under one heading; code fences respected."""
+    sections: list[tuple[tuple[str, ...], int, int]] = []
+    path: list[tuple[int, str]] = []
+    current_path: tuple[str, ...] = ()
+    start = 0
+    pos = 0
+    fence: str | None = None
+    for line in source.splitlines(keepends=True):
+        stripped = line.rstrip("\r\n")
+        m_fence = _FENCE.match(stripped)
+        if m_fence:
+            marker = m_fence.group(1)
+            if fence is None:
+                fence = marker
+            elif marker == fence:
+                fence = None
+        elif fence is None:
+            m = _HEADING.match(stripped)
+            if m:
+                if pos > start:
+                    sections.append((current_path, start, pos))
+                level = len(m.group(1))
+                while path and path[-1][0] >= level:
+                    path.pop()
+                path.append((level, m.group(2).strip()))
+                current_path = tuple(title for _, title in path)
+                start = pos
+        pos += len(line)
+    if pos > start:
+        sections.append((current_path, start, pos))
+    return sections
+
+
+def _spans(text: str, pattern: re.Pattern, offset: int) -> list[tuple[int, int]]:
+    """Non-blank pieces of text between matches of pattern, as absolute (start, end)."""
+    out = []
+    last = 0
+    for m in pattern.finditer(text):
+        if text[last : m.start()].strip():
+            out.append((offset + last, offset + m.start()))
+        last = m.end()
+    if text[last:].strip():
+        out.append((offset + last, offset + len(text)))
+    return [_trim(text, offset, s, e) for s, e in out]
+
+
+def _trim(text: str, offset: int, s: int, e: int) -> tuple[int, int]:
+    piece = text[s - offset : e - offset]
+    lead = len(piece) - len(piece.lstrip())
+    trail = len(piece) - len(piece.rstrip())
+    return s + lead, e - trail
+
+
+class Chunker:
+    """Splits markdown into chunks of at most `max_tokens` word pieces (special tokens excluded)."""
+
+    def __init__(
+        self,
+        count_tokens: Callable[[str], int],
+        token_offsets: Callable[[str], list[tuple[int, int]]],
+        max_tokens: int = MAX_CHUNK_TOKENS,
+        overlap_tokens: int = OVERLAP_TOKENS,
+    ):
+        if overlap_tokens >= max_tokens:
+            raise ValueError("overlap must be smaller than the chunk size")
+        self._count_with_specials = count_tokens
+        self._token_offsets = token_offsets
+        self.max_tokens = max_tokens
+        self.overlap_tokens = overlap_tokens
+
+    @classmethod
+    def for_embedder(cls, embedder, **kwargs) -> "Chunker":
+        return cls(embedder.count_tokens, embedder.token_offsets, **kwargs)
+
+    def count(self, text: str) -> int:
+        return max(0, self._count_with_specials(text) - 2)
+
+    def split(self, source: str) -> list[Chunk]:
+        chunks: list[Chunk] = []
+        for path, s_start, s_end in _sections(source):
+            units = self._units(source, s_start, s_end)
+            for start, end in self._pack(units):
+                text = source[start:end]
+                chunks.append(Chunk(len(chunks), text, start, end, path))
+        return chunks
+
+    # -- internals --------------------------------------------------------------------------------
+    def _units(self, source: str, start: int, end: int) -> list[_Unit]:
+        """Sentences (and lines) of every paragraph; any still too long is cut at token boundaries."""
+        units: list[_Unit] = []
+        section = source[start:end]
+        for p_start, p_end in _spans(section, _BLANK_LINES, start):
+            paragraph = source[p_start:p_end]
+            tokens = self.count(paragraph)
+            if tokens <= self.max_tokens:
+                units.append(_Unit(p_start, p_end, tokens))
+                continue
+            for s_start, s_end in _spans(paragraph, _SENTENCE_END, p_start):
+                sentence = source[s_start:s_end]
+                tokens = self.count(sentence)
+                if tokens <= self.max_tokens:
+                    units.append(_Unit(s_start, s_end, tokens))
+                else:
+                    units.extend(self._hard_split(source, s_start, s_end))
+        return units
+
+    def _hard_split(self, source: str, start: int, end: int) -> list[_Unit]:
+        offsets = self._token_offsets(source[start:end])
+        out = []
+        # Small pieces, so packing can fill chunks and carry an overlap across the cut.
+        step = max(8, min(self.overlap_tokens, self.max_tokens // 4))
+        for i in range(0, len(offsets), step):
+            window = offsets[i : i + step]
+            a = start + window[0][0]
+            b = start + (offsets[i + step][0] if i + step < len(offsets) else len(source[start:end]))
+            a, b = _trim(source, 0, a, b)
+            if b > a:
+                out.append(_Unit(a, b, self.count(source[a:b])))
+        return out
+
+    def _pack(self, units: list[_Unit]) -> list[tuple[int, int]]:
+        """Greedy packing of consecutive units; a new chunk repeats the previous chunk's tail units
+        up to `overlap_tokens` so a passage cut at a boundary is still found whole in one chunk."""
+        spans: list[tuple[int, int]] = []
+        i = 0
+        while i < len(units):
+            j = i
+            total = 0
+            while j < len(units) and total + units[j].tokens <= self.max_tokens:
+                total += units[j].tokens
+                j += 1
+            if j == i:  # a single unit over the budget (cannot happen after _hard_split, but be safe)
+                j = i + 1
+            spans.append((units[i].start, units[j - 1].end))
+            if j >= len(units):
+                break
+            # step back over trailing units that fit the overlap, but always make progress
+            back = j
+            carried = 0
+            while back - 1 > i and carried + units[back - 1].tokens <= self.overlap_tokens:
+                back -= 1
+                carried += units[back].tokens
+            i = back
+        return spans

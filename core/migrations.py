@@ -1,0 +1,149 @@
+"""Numbered schema migrations; `PRAGMA user_version` holds the number applied. Append, never edit."""
+
+from __future__ import annotations
+
+# The FTS tokenizer: Porter stemming over unicode61 (diacritics folded). prefix='2 3' keeps short
+# prefix queries (`gr*`) off the slow path of a full term scan.
+FTS_OPTIONS = "tokenize='porter unicode61 remove_diacritics 2', prefix='2 3'"
+# Dimension of the default embedder (all-MiniLM-L6-v2). A different embedder recreates the vec tables.
+DEFAULT_DIMENSIONS = 384
+
+
+def vec_tables(dimensions: int) -> list[str]:
+    return [
+        f"CREATE VIRTUAL TABLE vec_nodes USING vec0(embedding float[{dimensions}] distance_metric=cosine)",
+        # node_id is a vec0 metadata column: a KNN query may filter on it exactly, inside the scan.
+        f"CREATE VIRTUAL TABLE vec_chunks USING vec0(node_id integer, embedding float[{dimensions}] distance_metric=cosine)",
+    ]
+
+
+_V1 = [
+    """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """INSERT INTO meta(key, value) VALUES ('vec_generation', '0')""",
+    """CREATE TABLE nodes (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        title         TEXT NOT NULL,
+        description   TEXT NOT NULL DEFAULT '',
+        source        TEXT NOT NULL DEFAULT '',
+        link          TEXT,
+        event_date    TEXT,
+        type          TEXT NOT NULL DEFAULT 'note',
+        metadata      TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        chunk_status  TEXT NOT NULL DEFAULT 'pending' CHECK (chunk_status IN ('pending', 'indexed', 'error')),
+        content_hash  TEXT,
+        index_error   TEXT,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL
+    )""",
+    "CREATE INDEX nodes_updated ON nodes(updated_at DESC, id DESC)",
+    "CREATE INDEX nodes_status ON nodes(chunk_status) WHERE chunk_status != 'indexed'",
+    "CREATE INDEX nodes_type ON nodes(type)",
+    # Derived from metadata.dimensions by triggers, so filtering by dimension uses an index.
+    """CREATE TABLE node_dimensions (
+        dimension TEXT NOT NULL COLLATE NOCASE,
+        node_id   INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+        PRIMARY KEY (dimension, node_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX node_dimensions_node ON node_dimensions(node_id)",
+    """CREATE TRIGGER nodes_dimensions_ai AFTER INSERT ON nodes BEGIN
+        INSERT OR IGNORE INTO node_dimensions(dimension, node_id)
+            SELECT value, new.id FROM json_each(new.metadata, '$.dimensions') WHERE type = 'text';
+    END""",
+    """CREATE TRIGGER nodes_dimensions_au AFTER UPDATE OF metadata ON nodes BEGIN
+        DELETE FROM node_dimensions WHERE node_id = new.id;
+        INSERT OR IGNORE INTO node_dimensions(dimension, node_id)
+            SELECT value, new.id FROM json_each(new.metadata, '$.dimensions') WHERE type = 'text';
+    END""",
+    """CREATE TABLE edges (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        from_node_id  INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+        to_node_id    INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+        explanation   TEXT NOT NULL DEFAULT '',
+        context       TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(context)),
+        source        TEXT NOT NULL DEFAULT 'user',
+        created_at    TEXT NOT NULL,
+        CHECK (from_node_id != to_node_id),
+        UNIQUE (from_node_id, to_node_id)
+    )""",
+    "CREATE INDEX edges_to ON edges(to_node_id)",
+    """CREATE TABLE chunks (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        node_id         INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+        chunk_idx       INTEGER NOT NULL,
+        text            TEXT NOT NULL,
+        start_char      INTEGER NOT NULL,
+        end_char        INTEGER NOT NULL,
+        heading_path    TEXT NOT NULL DEFAULT '[]',
+        content_hash    TEXT NOT NULL,
+        embedding_type  TEXT NOT NULL,
+        created_at      TEXT NOT NULL,
+        UNIQUE (node_id, chunk_idx)
+    )""",
+    f"CREATE VIRTUAL TABLE nodes_fts USING fts5(title, description, source, content='nodes', content_rowid='id', {FTS_OPTIONS})",
+    """CREATE TRIGGER nodes_fts_ai AFTER INSERT ON nodes BEGIN
+        INSERT INTO nodes_fts(rowid, title, description, source) VALUES (new.id, new.title, new.description, new.source);
+    END""",
+    """CREATE TRIGGER nodes_fts_ad AFTER DELETE ON nodes BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, title, description, source)
+            VALUES ('delete', old.id, old.title, old.description, old.source);
+        DELETE FROM vec_nodes WHERE rowid = old.id;
+    END""",
+    """CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, description, source ON nodes BEGIN
+        INSERT INTO nodes_fts(nodes_fts, rowid, title, description, source)
+            VALUES ('delete', old.id, old.title, old.description, old.source);
+        INSERT INTO nodes_fts(rowid, title, description, source) VALUES (new.id, new.title, new.description, new.source);
+    END""",
+    f"CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', {FTS_OPTIONS})",
+    """CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
+    END""",
+    """CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        DELETE FROM vec_chunks WHERE rowid = old.id;
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
+    END""",
+    """CREATE TRIGGER chunks_fts_au AFTER UPDATE OF text ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text);
+    END""",
+    *vec_tables(DEFAULT_DIMENSIONS),
+    """CREATE TABLE trash (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        node_id     INTEGER NOT NULL,
+        payload     TEXT NOT NULL CHECK (json_valid(payload)),
+        deleted_at  TEXT NOT NULL
+    )""",
+    """CREATE TABLE chats (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        title       TEXT NOT NULL DEFAULT '',
+        agent       TEXT,
+        provider    TEXT,
+        model       TEXT,
+        metadata    TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)),
+        created_at  TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+    )""",
+    """CREATE TABLE messages (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id     INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+        role        TEXT NOT NULL,
+        content     TEXT NOT NULL,
+        sent        TEXT CHECK (sent IS NULL OR json_valid(sent)),
+        usage       TEXT CHECK (usage IS NULL OR json_valid(usage)),
+        citations   TEXT CHECK (citations IS NULL OR json_valid(citations)),
+        status      TEXT NOT NULL DEFAULT 'complete',
+        created_at  TEXT NOT NULL
+    )""",
+    "CREATE INDEX messages_chat ON messages(chat_id, id)",
+    """CREATE TABLE sent_log (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        chat_id     INTEGER REFERENCES chats(id) ON DELETE CASCADE,
+        message_id  INTEGER REFERENCES messages(id) ON DELETE CASCADE,
+        provider    TEXT NOT NULL,
+        model       TEXT,
+        node_ids    TEXT NOT NULL CHECK (json_valid(node_ids)),
+        created_at  TEXT NOT NULL
+    )""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1]

@@ -1,0 +1,267 @@
+"""Search: full-text (FTS5 + BM25), vector (cosine over chunk embeddings) and hybrid (fusion).
+
+Results are nodes, each with the chunk that matched best. A node-scoped search ranks that node's own
+chunks directly (exact), never a global top-k filtered afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from core import fts_query
+from core.errors import InvalidInput
+from core.store import Store, node_record
+
+MODES = ("hybrid", "fts", "vector")
+# Reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank). 60 is the value from the
+# original RRF paper; issue 6 tunes it (and the candidate depths) on SciFact's train split.
+RRF_K = 60
+FTS_CANDIDATES = 100
+VECTOR_CANDIDATES = 100
+# BM25 column weights for nodes_fts(title, description, source).
+BM25_WEIGHTS = (3.0, 2.0, 1.0)
+MAX_LIMIT = 1000
+
+
+@dataclass
+class Candidate:
+    node_id: int
+    fts: float | None = None  # BM25, higher is better (FTS5's rank negated)
+    fts_rank: int | None = None
+    cosine: float | None = None
+    vector_rank: int | None = None
+    chunk_id: int | None = None
+    score: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class Searcher:
+    def __init__(self, store: Store, embedder=None, *, mirror: bool = False):
+        self.store = store
+        self.db = store.db
+        self._embedder = embedder
+        self._mirror = None
+        self.use_mirror = mirror
+        self._query_vectors: OrderedDict[str, Any] = OrderedDict()
+
+    # -- parts -------------------------------------------------------------------------------------
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from core.embedder import shared_embedder
+
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    @property
+    def mirror(self):
+        if self._mirror is None:
+            from core.vector_mirror import VectorMirror
+
+            self._mirror = VectorMirror(self.db, self.embedder.dimensions)
+        return self._mirror
+
+    def query_vector(self, text: str):
+        """Embedding of a query, cached (search-as-you-type asks for the same text repeatedly)."""
+        vec = self._query_vectors.get(text)
+        if vec is None:
+            vec = self.embedder.embed_one(text)
+            self._query_vectors[text] = vec
+            if len(self._query_vectors) > 256:
+                self._query_vectors.popitem(last=False)
+        else:
+            self._query_vectors.move_to_end(text)
+        return vec
+
+    # -- full text ---------------------------------------------------------------------------------
+    def fts_candidates(self, query: str, limit: int, dimension: str | None = None) -> list[Candidate]:
+        expr = fts_query.build(query)
+        if expr is None:
+            return []
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        sql = f"SELECT rowid, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
+        params: list[Any] = [expr]
+        if dimension:
+            sql += " AND rowid IN (SELECT node_id FROM node_dimensions WHERE dimension = ?)"
+            params.append(dimension)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        rows = self.db.execute(sql, params).fetchall()
+        return [Candidate(r[0], fts=-r[1], fts_rank=i + 1) for i, r in enumerate(rows)]
+
+    def _best_fts_chunks(self, query: str, node_ids: list[int]) -> dict[int, int]:
+        expr = fts_query.build(query)
+        if expr is None or not node_ids:
+            return {}
+        rows = self.db.execute(
+            "SELECT c.node_id, f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
+            " WHERE chunks_fts MATCH ? AND f.rowid IN (SELECT id FROM chunks WHERE node_id IN"
+            " (SELECT value FROM json_each(?))) ORDER BY f.rank",
+            (expr, json.dumps(node_ids)),
+        ).fetchall()
+        best: dict[int, int] = {}
+        for node_id, chunk_id in rows:
+            best.setdefault(node_id, chunk_id)
+        return best
+
+    # -- vectors -----------------------------------------------------------------------------------
+    def _nearest_chunks(self, qvec, k: int, dimension: str | None = None, node_id: int | None = None):
+        """(chunk id, node id, cosine), best first, exact."""
+        import numpy as np
+
+        scope = None
+        if node_id is not None:
+            scope = [node_id]
+        elif dimension:
+            scope = [r[0] for r in self.db.execute(
+                "SELECT node_id FROM node_dimensions WHERE dimension = ?", (dimension,))]
+            if not scope:
+                return []
+        if self.use_mirror:
+            return self.mirror.top(qvec, k, node_ids=None if scope is None else np.asarray(scope, dtype=np.int64))
+        blob = np.asarray(qvec, dtype=np.float32).tobytes()
+        if scope is None:
+            rows = self.db.execute(
+                "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?", (blob, k)
+            ).fetchall()
+        else:
+            rows = self.db.execute(
+                "SELECT v.rowid, c.node_id, vec_distance_cosine(v.embedding, ?) AS distance FROM vec_chunks v"
+                " JOIN chunks c ON c.id = v.rowid WHERE v.rowid IN (SELECT id FROM chunks WHERE node_id IN"
+                " (SELECT value FROM json_each(?))) ORDER BY distance LIMIT ?",
+                (blob, json.dumps(scope), k),
+            ).fetchall()
+        return [(r[0], r[1], 1.0 - r[2]) for r in rows]
+
+    def vector_candidates(self, query: str, limit: int, dimension: str | None = None) -> list[Candidate]:
+        if not query.strip():
+            return []
+        qvec = self.query_vector(query)
+        # Several chunks of one node may be near; take enough chunks to fill `limit` distinct nodes.
+        chunks = self._nearest_chunks(qvec, limit * 3, dimension)
+        by_node: dict[int, Candidate] = {}
+        for chunk_id, node_id, cosine in chunks:
+            if node_id not in by_node:
+                by_node[node_id] = Candidate(node_id, cosine=cosine, chunk_id=chunk_id, vector_rank=len(by_node) + 1)
+        return list(by_node.values())[:limit]
+
+    # -- fused -------------------------------------------------------------------------------------
+    def candidates(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None) -> list[Candidate]:
+        if mode not in MODES:
+            raise InvalidInput(f"Unknown search mode {mode!r}; use one of {', '.join(MODES)}.")
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        if mode == "fts":
+            out = self.fts_candidates(query, limit, dimension)
+            for c in out:
+                c.score = c.fts
+            return out
+        if mode == "vector":
+            out = self.vector_candidates(query, limit, dimension)
+            for c in out:
+                c.score = c.cosine
+            return out
+        fts = self.fts_candidates(query, max(limit, FTS_CANDIDATES), dimension)
+        vec = self.vector_candidates(query, max(limit, VECTOR_CANDIDATES), dimension)
+        merged: dict[int, Candidate] = {}
+        for c in fts:
+            merged[c.node_id] = c
+        for c in vec:
+            m = merged.get(c.node_id)
+            if m is None:
+                merged[c.node_id] = c
+            else:
+                m.cosine, m.vector_rank, m.chunk_id = c.cosine, c.vector_rank, c.chunk_id
+        for c in merged.values():
+            c.score = sum(1.0 / (RRF_K + r) for r in (c.fts_rank, c.vector_rank) if r is not None)
+        return sorted(merged.values(), key=lambda c: (-c.score, c.node_id))[:limit]
+
+    def search(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None,
+               node_id: int | None = None) -> list[dict[str, Any]]:
+        """Search hits as records: a node plus {score, chunk, match}."""
+        if node_id is not None:
+            return self.search_node(query, node_id, mode=mode, limit=limit)
+        found = self.candidates(query, mode, limit, dimension)
+        missing = [c.node_id for c in found if c.chunk_id is None]
+        best = self._best_fts_chunks(query, missing)
+        for c in found:
+            if c.chunk_id is None:
+                c.chunk_id = best.get(c.node_id)
+        return self._records(found)
+
+    def search_node(self, query: str, node_id: int, mode: str = "hybrid", limit: int = 10) -> list[dict[str, Any]]:
+        """Rank one node's chunks (exact: every chunk of the node is scored)."""
+        if mode not in MODES:
+            raise InvalidInput(f"Unknown search mode {mode!r}; use one of {', '.join(MODES)}.")
+        self.store.get_node(node_id)  # NotFound with a clear message
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        per_chunk: dict[int, Candidate] = {}
+        if mode in ("fts", "hybrid"):
+            expr = fts_query.build(query)
+            if expr is not None:
+                rows = self.db.execute(
+                    "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?"
+                    " AND rowid IN (SELECT id FROM chunks WHERE node_id = ?) ORDER BY rank",
+                    (expr, node_id),
+                ).fetchall()
+                for i, (chunk_id, rank) in enumerate(rows):
+                    per_chunk[chunk_id] = Candidate(node_id, fts=-rank, fts_rank=i + 1, chunk_id=chunk_id)
+        if mode in ("vector", "hybrid") and query.strip():
+            for i, (chunk_id, _, cosine) in enumerate(self._nearest_chunks(self.query_vector(query), 10_000, node_id=node_id)):
+                c = per_chunk.setdefault(chunk_id, Candidate(node_id, chunk_id=chunk_id))
+                c.cosine, c.vector_rank = cosine, i + 1
+        for c in per_chunk.values():
+            if mode == "fts":
+                c.score = c.fts
+            elif mode == "vector":
+                c.score = c.cosine
+            else:
+                c.score = sum(1.0 / (RRF_K + r) for r in (c.fts_rank, c.vector_rank) if r is not None)
+        ranked = sorted((c for c in per_chunk.values() if c.score is not None), key=lambda c: -c.score)
+        return self._records(ranked[:limit])
+
+    def _records(self, found: list[Candidate]) -> list[dict[str, Any]]:
+        if not found:
+            return []
+        from core.store import _NODE_COLUMNS
+
+        nodes = {
+            r["id"]: node_record(r)
+            for r in self.db.execute(
+                f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([c.node_id for c in found]),),
+            )
+        }
+        chunk_ids = [c.chunk_id for c in found if c.chunk_id is not None]
+        chunks = {
+            r["id"]: r
+            for r in self.db.execute(
+                "SELECT id, chunk_idx, start_char, end_char, heading_path, text FROM chunks"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(chunk_ids),),
+            )
+        }
+        hits = []
+        for c in found:
+            node = nodes.get(c.node_id)
+            if node is None:  # deleted between the ranking and this read
+                continue
+            row = chunks.get(c.chunk_id) if c.chunk_id is not None else None
+            chunk = None
+            if row is not None:
+                chunk = {
+                    "idx": row["chunk_idx"],
+                    "start_char": row["start_char"],
+                    "end_char": row["end_char"],
+                    "heading_path": json.loads(row["heading_path"]),
+                    "text": row["text"],
+                }
+            match = {"fts": _round(c.fts), "vector": _round(c.cosine)}
+            hits.append({**node, "score": _round(c.score), "chunk": chunk, "match": match})
+        return hits
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)

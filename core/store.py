@@ -1,0 +1,444 @@
+"""Nodes and edges: create, read, update, delete, and the queries the product needs.
+
+One transaction per user action. Writing title, description or source marks the node `pending`;
+the indexer (`core.indexer`) does the chunking and embedding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable
+
+from core import clock
+from core.db import Database, IntegrityError
+from core.errors import InvalidInput, NotFound
+
+MAX_TITLE = 500
+MAX_DESCRIPTION = 10_000
+MAX_SOURCE = 10_000_000  # characters; a longer text is refused, not truncated
+MAX_DIMENSION = 64
+NODE_FIELDS = ("title", "description", "source", "link", "event_date", "type")
+INDEXED_FIELDS = ("title", "description", "source")
+
+_NODE_COLUMNS = (
+    "id, title, description, source, link, event_date, type, metadata, chunk_status, content_hash, "
+    "index_error, created_at, updated_at"
+)
+
+
+def content_hash(title: str, description: str, source: str) -> str:
+    """Hash of everything the embeddings are made from; differs from the stored one => stale."""
+    h = hashlib.sha256()
+    for part in (title, description, source):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def node_record(row) -> dict[str, Any]:
+    """The one node shape every `--json` output, tool and MCP call returns (DESIGN.md, Records)."""
+    metadata = json.loads(row["metadata"] or "{}")
+    dimensions = metadata.pop("dimensions", [])
+    record = {
+        "id": row["id"],
+        "title": row["title"],
+        "description": row["description"],
+        "source": row["source"],
+        "link": row["link"],
+        "event_date": row["event_date"],
+        "type": row["type"],
+        "dimensions": dimensions,
+        "chunk_status": row["chunk_status"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+    if metadata:
+        record["metadata"] = metadata
+    if row["chunk_status"] == "error" and row["index_error"]:
+        record["index_error"] = row["index_error"]
+    return record
+
+
+def edge_record(row) -> dict[str, Any]:
+    record = {
+        "id": row["id"],
+        "from_node_id": row["from_node_id"],
+        "to_node_id": row["to_node_id"],
+        "explanation": row["explanation"],
+        "context": json.loads(row["context"] or "{}"),
+        "source": row["source"],
+        "created_at": row["created_at"],
+    }
+    for key in ("from_title", "to_title"):
+        if key in row.keys():
+            record[key] = row[key]
+    return record
+
+
+# -- validation ---------------------------------------------------------------------------------
+def _text(name: str, value: Any, limit: int, *, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text.")
+    if "\x00" in value:
+        raise InvalidInput(f"{name} contains a NUL byte; binary content cannot be stored as a note.")
+    if len(value) > limit:
+        raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {limit:,}.")
+    if required and not value.strip():
+        raise InvalidInput(f"{name} must not be empty.")
+    return value
+
+
+def clean_dimensions(values: Iterable[str] | None) -> list[str]:
+    """Trimmed, whitespace-collapsed, de-duplicated without regard to case, order kept."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for raw in values or []:
+        if not isinstance(raw, str):
+            raise InvalidInput("A dimension must be text.")
+        value = re.sub(r"\s+", " ", raw).strip().lstrip("#")
+        if not value:
+            continue
+        if len(value) > MAX_DIMENSION:
+            raise InvalidInput(f"The dimension {value[:20]!r}… is longer than {MAX_DIMENSION} characters.")
+        if value.lower() not in seen:
+            seen.add(value.lower())
+            out.append(value)
+    return out
+
+
+def clean_event_date(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        return date.fromisoformat(str(value).strip()).isoformat()
+    except ValueError:
+        raise InvalidInput(f"The event date {value!r} is not a date in the form YYYY-MM-DD.") from None
+
+
+def title_from_text(text: str, limit: int = 80) -> str:
+    """A title for a note captured without one: its first non-empty line, markdown marks removed."""
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(#+|[-*>]|\d+[.)])\s*", "", line).strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return "Untitled"
+
+
+class Store:
+    """The knowledge store over one SQLite file."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        self.db = Database(path, readonly=readonly)
+        self.path = self.db.path
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def add_node(
+        self,
+        title: str,
+        source: str = "",
+        *,
+        description: str = "",
+        link: str | None = None,
+        event_date: str | None = None,
+        type: str = "note",
+        dimensions: Iterable[str] | None = None,
+        metadata: dict | None = None,
+    ) -> dict[str, Any]:
+        title = _text("The title", title, MAX_TITLE, required=True).strip()
+        description = _text("The description", description, MAX_DESCRIPTION)
+        source = _text("The text", source, MAX_SOURCE)
+        meta = dict(metadata or {})
+        meta["dimensions"] = clean_dimensions(dimensions if dimensions is not None else meta.get("dimensions"))
+        stamp = clock.now()
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO nodes(title, description, source, link, event_date, type, metadata, chunk_status,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                (
+                    title,
+                    description,
+                    source,
+                    (link or "").strip() or None,
+                    clean_event_date(event_date),
+                    _text("The type", type, 32, required=True),
+                    json.dumps(meta, ensure_ascii=False),
+                    stamp,
+                    stamp,
+                ),
+            )
+            node_id = cur.lastrowid
+        return self.get_node(node_id)
+
+    def get_node(self, node_id: int) -> dict[str, Any]:
+        row = self.db.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
+        if row is None:
+            raise NotFound(f"There is no node {node_id}.")
+        return node_record(row)
+
+    def get_nodes(self, node_ids: Iterable[int]) -> list[dict[str, Any]]:
+        """Nodes in the order asked; ids that do not exist are left out."""
+        ids = [int(i) for i in node_ids]
+        if not ids:
+            return []
+        rows = self.db.execute(
+            f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+        ).fetchall()
+        by_id = {row["id"]: node_record(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def update_node(self, node_id: int, **changes: Any) -> dict[str, Any]:
+        """Change any of title, description, source, link, event_date, type, dimensions, metadata."""
+        unknown = set(changes) - set(NODE_FIELDS) - {"dimensions", "metadata"}
+        if unknown:
+            raise InvalidInput(f"Cannot change {', '.join(sorted(unknown))} on a node.")
+        with self.db.transaction() as conn:
+            row = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"There is no node {node_id}.")
+            sets: dict[str, Any] = {}
+            if "title" in changes:
+                sets["title"] = _text("The title", changes["title"], MAX_TITLE, required=True).strip()
+            if "description" in changes:
+                sets["description"] = _text("The description", changes["description"], MAX_DESCRIPTION)
+            if "source" in changes:
+                sets["source"] = _text("The text", changes["source"], MAX_SOURCE)
+            if "link" in changes:
+                sets["link"] = (changes["link"] or "").strip() or None
+            if "event_date" in changes:
+                sets["event_date"] = clean_event_date(changes["event_date"])
+            if "type" in changes:
+                sets["type"] = _text("The type", changes["type"], 32, required=True)
+            if "dimensions" in changes or "metadata" in changes:
+                meta = json.loads(row["metadata"] or "{}")
+                if "metadata" in changes:
+                    dims = meta.get("dimensions", [])
+                    meta = dict(changes["metadata"] or {})
+                    meta.setdefault("dimensions", dims)
+                if "dimensions" in changes:
+                    meta["dimensions"] = clean_dimensions(changes["dimensions"])
+                sets["metadata"] = json.dumps(meta, ensure_ascii=False)
+            sets = {k: v for k, v in sets.items() if row[k] != v}
+            if not sets:
+                return node_record(row)
+            if any(k in sets for k in INDEXED_FIELDS):
+                sets["chunk_status"] = "pending"
+                sets["index_error"] = None
+            sets["updated_at"] = clock.now()
+            assignments = ", ".join(f"{k} = ?" for k in sets)
+            conn.execute(f"UPDATE nodes SET {assignments} WHERE id = ?", (*sets.values(), int(node_id)))
+        return self.get_node(node_id)
+
+    def delete_node(self, node_id: int) -> dict[str, Any]:
+        """Move a node (and its edges) to the trash; chunks, FTS rows and vectors go with it."""
+        with self.db.transaction() as conn:
+            row = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"There is no node {node_id}.")
+            node = node_record(row)
+            edges = [edge_record(e) for e in conn.execute(
+                "SELECT * FROM edges WHERE from_node_id = ? OR to_node_id = ?", (node_id, node_id))]
+            stamp = clock.now()
+            conn.execute(
+                "INSERT INTO trash(node_id, payload, deleted_at) VALUES (?, ?, ?)",
+                (node_id, json.dumps({"node": node, "edges": edges}, ensure_ascii=False), stamp),
+            )
+            conn.execute("DELETE FROM nodes WHERE id = ?", (int(node_id),))
+        return node
+
+    def trash(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT id, node_id, payload, deleted_at FROM trash ORDER BY id DESC").fetchall()
+        out = []
+        for row in rows:
+            payload = json.loads(row["payload"])
+            out.append({"trash_id": row["id"], "node_id": row["node_id"], "title": payload["node"]["title"],
+                        "edges": len(payload["edges"]), "deleted_at": row["deleted_at"]})
+        return out
+
+    def restore_node(self, node_id: int) -> dict[str, Any]:
+        """Bring back the most recently deleted node with this id, and its edges whose other end exists."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id, payload FROM trash WHERE node_id = ? ORDER BY id DESC LIMIT 1", (int(node_id),)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"Node {node_id} is not in the trash.")
+            if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (int(node_id),)).fetchone():
+                raise InvalidInput(f"Node {node_id} already exists; nothing to restore.")
+            payload = json.loads(row["payload"])
+            n = payload["node"]
+            meta = dict(n.get("metadata") or {})
+            meta["dimensions"] = n["dimensions"]
+            conn.execute(
+                "INSERT INTO nodes(id, title, description, source, link, event_date, type, metadata, chunk_status,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                (n["id"], n["title"], n["description"], n["source"], n["link"], n["event_date"], n["type"],
+                 json.dumps(meta, ensure_ascii=False), n["created_at"], clock.now()),
+            )
+            for e in payload["edges"]:
+                conn.execute(
+                    "INSERT OR IGNORE INTO edges(id, from_node_id, to_node_id, explanation, context, source, created_at)"
+                    " SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM nodes WHERE id = ?)"
+                    " AND EXISTS (SELECT 1 FROM nodes WHERE id = ?)",
+                    (e["id"], e["from_node_id"], e["to_node_id"], e["explanation"], json.dumps(e["context"]),
+                     e["source"], e["created_at"], e["from_node_id"], e["to_node_id"]),
+                )
+            conn.execute("DELETE FROM trash WHERE id = ?", (row["id"],))
+        return self.get_node(node_id)
+
+    # -- edges ---------------------------------------------------------------------------------
+    def add_edge(
+        self,
+        from_node_id: int,
+        to_node_id: int,
+        explanation: str,
+        *,
+        context: dict | None = None,
+        source: str = "user",
+    ) -> dict[str, Any]:
+        explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=True).strip()
+        if int(from_node_id) == int(to_node_id):
+            raise InvalidInput("An edge must join two different nodes.")
+        ctx = {"type": "related", "confidence": 1.0, "created_via": source, "inferred_at": None}
+        ctx.update(context or {})
+        with self.db.transaction() as conn:
+            for nid in (from_node_id, to_node_id):
+                if not conn.execute("SELECT 1 FROM nodes WHERE id = ?", (int(nid),)).fetchone():
+                    raise NotFound(f"There is no node {nid}.")
+            existing = conn.execute(
+                "SELECT id FROM edges WHERE from_node_id = ? AND to_node_id = ?", (from_node_id, to_node_id)
+            ).fetchone()
+            if existing:
+                raise InvalidInput(
+                    f"Nodes {from_node_id} → {to_node_id} are already linked (edge {existing['id']}); "
+                    "edit that edge instead."
+                )
+            try:
+                cur = conn.execute(
+                    "INSERT INTO edges(from_node_id, to_node_id, explanation, context, source, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (int(from_node_id), int(to_node_id), explanation, json.dumps(ctx), source, clock.now()),
+                )
+            except IntegrityError as exc:
+                raise InvalidInput(f"Cannot link {from_node_id} → {to_node_id}: {exc}.") from exc
+            edge_id = cur.lastrowid
+        return self.get_edge(edge_id)
+
+    def get_edge(self, edge_id: int) -> dict[str, Any]:
+        row = self.db.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
+        if row is None:
+            raise NotFound(f"There is no edge {edge_id}.")
+        return edge_record(row)
+
+    def update_edge(self, edge_id: int, *, explanation: str | None = None, context: dict | None = None) -> dict:
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"There is no edge {edge_id}.")
+            if explanation is not None:
+                explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=True).strip()
+                conn.execute("UPDATE edges SET explanation = ? WHERE id = ?", (explanation, edge_id))
+            if context is not None:
+                merged = json.loads(row["context"] or "{}")
+                merged.update(context)
+                conn.execute("UPDATE edges SET context = ? WHERE id = ?", (json.dumps(merged), edge_id))
+        return self.get_edge(edge_id)
+
+    def delete_edge(self, edge_id: int) -> dict[str, Any]:
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"There is no edge {edge_id}.")
+            conn.execute("DELETE FROM edges WHERE id = ?", (int(edge_id),))
+        return edge_record(row)
+
+    def edges(self, node_id: int, direction: str = "both") -> list[dict[str, Any]]:
+        """Edges of a node: 'out' (from it), 'in' (to it) or 'both', with the other end's title."""
+        if direction not in ("in", "out", "both"):
+            raise InvalidInput("direction must be in, out or both.")
+        where = {"out": "e.from_node_id = ?1", "in": "e.to_node_id = ?1",
+                 "both": "(e.from_node_id = ?1 OR e.to_node_id = ?1)"}[direction]
+        rows = self.db.execute(
+            "SELECT e.*, f.title AS from_title, t.title AS to_title FROM edges e"
+            " JOIN nodes f ON f.id = e.from_node_id JOIN nodes t ON t.id = e.to_node_id"
+            f" WHERE {where} ORDER BY e.created_at DESC, e.id DESC",
+            (int(node_id),),
+        ).fetchall()
+        return [edge_record(r) for r in rows]
+
+    # -- queries -------------------------------------------------------------------------------
+    def hubs(self, limit: int = 10) -> list[dict[str, Any]]:
+        """Most-connected nodes: distinct edges in both directions; memory excluded; ties → most recent."""
+        rows = self.db.execute(
+            f"""WITH degree(node_id, edge_count) AS (
+                    SELECT node_id, COUNT(DISTINCT edge_id) FROM (
+                        SELECT from_node_id AS node_id, id AS edge_id FROM edges
+                        UNION ALL
+                        SELECT to_node_id, id FROM edges)
+                    GROUP BY node_id)
+                SELECT {', '.join('n.' + c.strip() for c in _NODE_COLUMNS.split(','))}, d.edge_count
+                FROM degree d JOIN nodes n ON n.id = d.node_id
+                WHERE n.type != 'memory'
+                ORDER BY d.edge_count DESC, n.updated_at DESC, n.id DESC
+                LIMIT ?""",
+            (int(limit),),
+        ).fetchall()
+        return [{**node_record(r), "edge_count": r["edge_count"]} for r in rows]
+
+    def recent(self, limit: int = 20, *, dimension: str | None = None) -> list[dict[str, Any]]:
+        if dimension:
+            rows = self.db.execute(
+                f"SELECT {', '.join('n.' + c.strip() for c in _NODE_COLUMNS.split(','))} FROM nodes n"
+                " JOIN node_dimensions d ON d.node_id = n.id AND d.dimension = ?"
+                " ORDER BY n.updated_at DESC, n.id DESC LIMIT ?",
+                (dimension, int(limit)),
+            ).fetchall()
+        else:
+            rows = self.db.execute(
+                f"SELECT {_NODE_COLUMNS} FROM nodes ORDER BY updated_at DESC, id DESC LIMIT ?", (int(limit),)
+            ).fetchall()
+        return [node_record(r) for r in rows]
+
+    def nodes_by_dimension(self, dimension: str, limit: int = 100) -> list[dict[str, Any]]:
+        return self.recent(limit, dimension=dimension)
+
+    def dimensions(self) -> list[dict[str, Any]]:
+        """Every dimension in use with its node count, most used first."""
+        rows = self.db.execute(
+            "SELECT dimension, COUNT(*) AS count FROM node_dimensions GROUP BY dimension COLLATE NOCASE"
+            " ORDER BY count DESC, dimension"
+        ).fetchall()
+        return [{"dimension": r["dimension"], "count": r["count"]} for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        row = self.db.execute(
+            "SELECT (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM edges) AS edges,"
+            " (SELECT COUNT(*) FROM chunks) AS chunks,"
+            " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending') AS pending,"
+            " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'error') AS errors"
+        ).fetchone()
+        return dict(row)
+
+    # -- meta ----------------------------------------------------------------------------------
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row["value"] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         (key, value))
