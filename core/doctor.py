@@ -1,0 +1,134 @@
+"""`cairn doctor`: check every surface of the index and, when asked, repair it.
+
+Checks: SQLite's own integrity check; chunks, chunk vectors and node vectors whose node is gone;
+chunks or nodes missing their vectors; nodes whose vectors were made from older text or another
+embedder (stale); FTS index integrity; nodes pending or in error. Repair is explicit (`--repair`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from core.store import Store, content_hash
+
+
+@dataclass
+class Finding:
+    check: str
+    count: int
+    detail: str
+    repaired: bool = False
+
+    def as_dict(self) -> dict:
+        return {"check": self.check, "count": self.count, "detail": self.detail, "repaired": self.repaired}
+
+
+@dataclass
+class DoctorReport:
+    findings: list[Finding] = field(default_factory=list)
+    reindexed: int = 0
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.count]
+
+    @property
+    def clean(self) -> bool:
+        return not any(f.count and not f.repaired for f in self.findings)
+
+    def as_dict(self) -> dict:
+        return {"clean": self.clean, "reindexed": self.reindexed, "findings": [f.as_dict() for f in self.findings]}
+
+
+def _fts_ok(store: Store, table: str) -> tuple[bool, str]:
+    try:
+        store.db.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        return True, ""
+    except Exception as exc:  # FTS5 reports corruption as SQLITE_CORRUPT ("malformed")
+        return False, str(exc)
+
+
+def check(store: Store, *, repair: bool = False, embedder_name: str | None = None,
+          reindex: Callable[[], int] | None = None) -> DoctorReport:
+    """Run every check; with repair=True fix what is found. `reindex` runs the indexer, returns count."""
+    report = DoctorReport()
+    db = store.db
+    add = report.findings.append
+
+    problems = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
+    ok = problems == ["ok"]
+    add(Finding("sqlite_integrity", 0 if ok else len(problems), "ok" if ok else "; ".join(problems[:5])))
+
+    orphan_sql = {
+        "orphan_chunks": ("SELECT COUNT(*) FROM chunks WHERE node_id NOT IN (SELECT id FROM nodes)",
+                          "DELETE FROM chunks WHERE node_id NOT IN (SELECT id FROM nodes)",
+                          "chunks whose node was deleted"),
+        "orphan_chunk_vectors": ("SELECT COUNT(*) FROM vec_chunks WHERE rowid NOT IN (SELECT id FROM chunks)",
+                                 "DELETE FROM vec_chunks WHERE rowid NOT IN (SELECT id FROM chunks)",
+                                 "chunk vectors without a chunk"),
+        "orphan_node_vectors": ("SELECT COUNT(*) FROM vec_nodes WHERE rowid NOT IN (SELECT id FROM nodes)",
+                                "DELETE FROM vec_nodes WHERE rowid NOT IN (SELECT id FROM nodes)",
+                                "node vectors without a node"),
+    }
+    for name, (count_sql, fix_sql, what) in orphan_sql.items():
+        n = db.execute(count_sql).fetchone()[0]
+        finding = Finding(name, n, f"{n} {what}")
+        if n and repair:
+            with db.transaction() as conn:
+                conn.execute(fix_sql)
+                conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
+            finding.repaired = True
+        add(finding)
+
+    # Nodes whose index does not match their text: missing vectors, stale hash, other embedder.
+    requeue: set[int] = set()
+    missing = {r[0] for r in db.execute(
+        "SELECT DISTINCT c.node_id FROM chunks c WHERE c.id NOT IN (SELECT rowid FROM vec_chunks)"
+        " UNION SELECT id FROM nodes WHERE chunk_status = 'indexed' AND id NOT IN (SELECT rowid FROM vec_nodes)")}
+    add(Finding("missing_vectors", len(missing), f"{len(missing)} indexed nodes missing chunk or node vectors"))
+    requeue |= missing
+
+    stale = set()
+    for row in db.execute("SELECT id, title, description, source, content_hash FROM nodes WHERE chunk_status = 'indexed'"):
+        if row["content_hash"] != content_hash(row["title"], row["description"], row["source"]):
+            stale.add(row["id"])
+    if embedder_name:
+        stale |= {r[0] for r in db.execute(
+            "SELECT DISTINCT node_id FROM chunks WHERE embedding_type != ?", (embedder_name,))}
+    add(Finding("stale_vectors", len(stale), f"{len(stale)} nodes whose vectors were made from older text or another model"))
+    requeue |= stale
+
+    for table in ("nodes_fts", "chunks_fts"):
+        ok, message = _fts_ok(store, table)
+        finding = Finding(f"{table}_integrity", 0 if ok else 1, "ok" if ok else f"{table} does not match its table: {message}")
+        if not ok and repair:
+            with db.transaction() as conn:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+            finding.repaired = _fts_ok(store, table)[0]
+        add(finding)
+
+    errors = [r[0] for r in db.execute("SELECT id FROM nodes WHERE chunk_status = 'error'")]
+    add(Finding("index_errors", len(errors), f"{len(errors)} nodes failed to index" + (
+        f" (first: {errors[:5]})" if errors else "")))
+    pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
+    add(Finding("pending", pending, f"{pending} nodes waiting to be indexed (run `cairn index`)"))
+
+    if repair:
+        requeue |= set(errors)
+        if requeue:
+            with db.transaction() as conn:
+                conn.executemany("UPDATE nodes SET chunk_status = 'pending', index_error = NULL WHERE id = ?",
+                                 [(i,) for i in sorted(requeue)])
+        if reindex is not None and (requeue or pending):
+            report.reindexed = reindex()
+        remaining_pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
+        remaining_errors = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'error'").fetchone()[0]
+        for f in report.findings:
+            if f.check in ("missing_vectors", "stale_vectors") and f.count:
+                f.repaired = reindex is not None and remaining_pending == 0
+            elif f.check == "pending" and f.count:
+                f.repaired = remaining_pending == 0
+            elif f.check == "index_errors" and f.count:
+                f.repaired = remaining_errors == 0
+    return report

@@ -1,0 +1,568 @@
+"""The `cairn` command line: argparse verbs over `core`, Rich for people, `--json` for programs.
+
+Textual is imported only when the app starts (bare `cairn`), and onnxruntime only by verbs that
+embed, so `cairn add` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from core.errors import CairnError, InvalidInput
+
+MAX_STDIN_BYTES = 10_000_000
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cairn")
+    except PackageNotFoundError:  # running from a checkout without install
+        return "0+unknown"
+
+
+# -- output --------------------------------------------------------------------------------------
+class Out:
+    """Rich output on stdout; plain when piped or with NO_COLOR (Rich honours both)."""
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+        self._console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, soft_wrap=True)
+        return self._console
+
+    def json(self, value: Any) -> None:
+        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+    def text(self, *parts, style: str | None = None) -> None:
+        from rich.text import Text
+
+        from core.safe_text import printable
+
+        line = Text()
+        for part in parts:
+            if isinstance(part, tuple):
+                line.append(printable(str(part[0])), style=part[1])
+            else:
+                line.append(printable(str(part)), style=style)
+        self.console.print(line)
+
+
+def _store(args, *, readonly: bool = False):
+    from core.paths import db_path
+    from core.store import Store
+
+    path = db_path(getattr(args, "db", None))
+    if readonly and not path.exists():
+        raise CairnError(f"No database at {path} yet; add a note first (cairn add \"...\").")
+    return Store(path)
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise InvalidInput(f"Standard input is larger than {MAX_STDIN_BYTES // 1_000_000} MB; nothing was saved.")
+    return _decode(data, "standard input")
+
+
+def _decode(data: bytes, what: str) -> str:
+    if b"\x00" in data:
+        raise InvalidInput(f"{what} contains NUL bytes (binary data?); nothing was saved.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"{what} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); nothing was saved."
+        ) from None
+
+
+def _text_arg(value: str | None) -> str | None:
+    if value == "-":
+        return _read_stdin()
+    return value
+
+
+def _confirm(args, question: str) -> None:
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise CairnError(f"{question} Pass --yes to confirm when not at a terminal.")
+    answer = input(f"{question} [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        raise CairnError("Cancelled; nothing was changed.")
+
+
+# -- verbs ---------------------------------------------------------------------------------------
+def cmd_add(args, out: Out) -> int:
+    from core.store import title_from_text
+
+    text = _text_arg(args.text) or ""
+    if not text.strip() and not args.title:
+        raise InvalidInput("Nothing to add: give the note's text, `-` to read it from stdin, or --title.")
+    title = args.title or title_from_text(text)
+    with _store(args) as store:
+        node = store.add_node(
+            title, text, description=args.description or "", link=args.link, event_date=args.event_date,
+            dimensions=args.dimension or [], type=args.type,
+        )
+    if out.as_json:
+        out.json(node)
+    else:
+        print(node["id"])
+    return 0
+
+
+def cmd_show(args, out: Out) -> int:
+    with _store(args, readonly=True) as store:
+        node = store.get_node(args.id)
+        edges = store.edges(args.id)
+    if out.as_json:
+        out.json({**node, "edges": edges})
+        return 0
+    out.text((f"[{node['id']}] ", "dim"), (node["title"], "bold"))
+    meta = [f"{k}: {node[k]}" for k in ("link", "event_date") if node[k]]
+    if node["dimensions"]:
+        meta.append("dimensions: " + ", ".join(node["dimensions"]))
+    meta.append(f"type: {node['type']}  status: {node['chunk_status']}  updated: {node['updated_at']}")
+    for line in meta:
+        out.text(line, style="dim")
+    if node["description"]:
+        out.text(node["description"], style="italic")
+    if node["source"]:
+        out.text("")
+        out.text(node["source"])
+    if edges:
+        out.text("")
+        for e in edges:
+            if e["from_node_id"] == node["id"]:
+                out.text(("→ ", "cyan"), (f"[{e['to_node_id']}] {e['to_title']}", "bold"), f"  {e['explanation']}",
+                         (f"  (edge {e['id']})", "dim"))
+            else:
+                out.text(("← ", "magenta"), (f"[{e['from_node_id']}] {e['from_title']}", "bold"),
+                         f"  {e['explanation']}", (f"  (edge {e['id']})", "dim"))
+    return 0
+
+
+def cmd_edit(args, out: Out) -> int:
+    changes: dict[str, Any] = {}
+    for field in ("title", "description", "link", "event_date", "type"):
+        value = getattr(args, field)
+        if value is not None:
+            changes[field] = value
+    if args.text is not None:
+        changes["source"] = _text_arg(args.text)
+    with _store(args) as store:
+        node = store.get_node(args.id)
+        if args.dimension is not None or args.add_dimension or args.remove_dimension:
+            dims = list(args.dimension) if args.dimension is not None else list(node["dimensions"])
+            dims += args.add_dimension or []
+            drop = {d.lower() for d in args.remove_dimension or []}
+            changes["dimensions"] = [d for d in dims if d.lower() not in drop]
+        if not changes:
+            changes["source"] = _edit_in_editor(node["source"])
+        node = store.update_node(args.id, **changes)
+    if out.as_json:
+        out.json(node)
+    else:
+        out.text(f"Updated node {node['id']}: ", (node["title"], "bold"),
+                 (" (queued for indexing)" if node["chunk_status"] == "pending" else "", "dim"))
+    return 0
+
+
+def _edit_in_editor(text: str) -> str:
+    import shlex
+    import subprocess
+    import tempfile
+
+    from core.paths import data_dir
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        raise InvalidInput("Nothing to change: pass --title/--text/... or set $EDITOR to edit the text.")
+    folder = data_dir() / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".md", dir=folder, delete=False, encoding="utf-8") as fh:
+        fh.write(text)
+        path = Path(fh.name)
+    try:
+        result = subprocess.run([*shlex.split(editor), str(path)])
+        if result.returncode != 0:
+            raise CairnError(f"The editor exited with status {result.returncode}; nothing was changed.")
+        return _decode(path.read_bytes(), "The edited file")
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def cmd_rm(args, out: Out) -> int:
+    with _store(args) as store:
+        node = store.get_node(args.id)
+        _confirm(args, f"Move node {node['id']} ({node['title']!r}) and its edges to the trash?")
+        store.delete_node(args.id)
+    if out.as_json:
+        out.json(node)
+    else:
+        out.text(f"Moved node {node['id']} to the trash (cairn restore {node['id']} brings it back).")
+    return 0
+
+
+def cmd_restore(args, out: Out) -> int:
+    with _store(args) as store:
+        node = store.restore_node(args.id)
+    if out.as_json:
+        out.json(node)
+    else:
+        out.text(f"Restored node {node['id']}: ", (node["title"], "bold"))
+    return 0
+
+
+def cmd_trash(args, out: Out) -> int:
+    with _store(args, readonly=True) as store:
+        items = store.trash()
+    if out.as_json:
+        out.json(items)
+    elif not items:
+        out.text("The trash is empty.")
+    else:
+        for t in items:
+            out.text((f"[{t['node_id']}] ", "dim"), (t["title"], "bold"), (f"  {t['edges']} edges, deleted {t['deleted_at']}", "dim"))
+    return 0
+
+
+def cmd_link(args, out: Out) -> int:
+    with _store(args) as store:
+        edge = store.add_edge(args.from_id, args.to_id, args.explanation)
+    if out.as_json:
+        out.json(edge)
+    else:
+        print(edge["id"])
+    return 0
+
+
+def cmd_unlink(args, out: Out) -> int:
+    with _store(args) as store:
+        edge = store.get_edge(args.edge_id)
+        _confirm(args, f"Delete edge {edge['id']} ({edge['from_node_id']} → {edge['to_node_id']})?")
+        store.delete_edge(args.edge_id)
+    if out.as_json:
+        out.json(edge)
+    else:
+        out.text(f"Deleted edge {edge['id']}.")
+    return 0
+
+
+def _print_nodes(out: Out, nodes: list[dict], extra=None) -> None:
+    if not nodes:
+        out.text("No nodes.", style="dim")
+    for n in nodes:
+        dims = f"  #{' #'.join(n['dimensions'])}" if n["dimensions"] else ""
+        out.text((f"[{n['id']}] ", "dim"), (n["title"], "bold"), (dims, "cyan"), (extra(n) if extra else "", "dim"))
+
+
+def cmd_search(args, out: Out) -> int:
+    from core.search import Searcher
+
+    with _store(args, readonly=True) as store:
+        hits = Searcher(store).search(args.query, mode=args.mode, limit=args.limit, dimension=args.dimension,
+                                      node_id=args.node)
+    if out.as_json:
+        out.json(hits)
+        return 0
+    if not hits:
+        out.text("No matches.", style="dim")
+    for h in hits:
+        where = " › ".join(h["chunk"]["heading_path"]) if h["chunk"] and h["chunk"]["heading_path"] else ""
+        out.text((f"[{h['id']}] ", "dim"), (h["title"], "bold"), (f"  {h['score']:.4g}", "dim"),
+                 (f"  {where}" if where else "", "cyan"))
+        if h["chunk"]:
+            snippet = " ".join(h["chunk"]["text"].split())
+            out.text("    " + (snippet[:200] + "…" if len(snippet) > 200 else snippet))
+    return 0
+
+
+def cmd_hubs(args, out: Out) -> int:
+    with _store(args, readonly=True) as store:
+        hubs = store.hubs(args.limit)
+    if out.as_json:
+        out.json(hubs)
+    else:
+        _print_nodes(out, hubs, lambda n: f"  edges: {n['edge_count']}")
+    return 0
+
+
+def cmd_list(args, out: Out) -> int:
+    with _store(args, readonly=True) as store:
+        nodes = store.recent(args.limit, dimension=args.dimension)
+    if out.as_json:
+        out.json(nodes)
+    else:
+        _print_nodes(out, nodes, lambda n: f"  {n['updated_at'][:16].replace('T', ' ')}")
+    return 0
+
+
+def cmd_index(args, out: Out) -> int:
+    from core.indexer import Indexer
+
+    with _store(args) as store:
+        indexer = Indexer(store)
+        if indexer.pending_count() == 0 and not args.json:
+            out.text("Nothing to index: every node is up to date.")
+            return 0
+        with _progress(out, "Indexing", "nodes") as progress:
+            report = indexer.run(progress=progress)
+    if out.as_json:
+        out.json(report.as_dict())
+    else:
+        rate = report.indexed / report.seconds if report.seconds else 0
+        out.text(f"Indexed {report.indexed} nodes ({report.chunks} chunks; {report.embedded} embedded, "
+                 f"{report.reused} reused) in {report.seconds:.1f} s, {rate:.1f} nodes/s.")
+        if report.skipped:
+            out.text(f"{report.skipped} nodes changed while being indexed; they stay queued for the next run.")
+        if report.errors:
+            out.text(f"{report.errors} nodes failed to index; `cairn doctor` lists them.", style="red")
+    return 1 if report.errors else 0
+
+
+class _progress:
+    """A Rich progress bar on stderr with count, rate and ETA; core calls it as progress(done, total)."""
+
+    def __init__(self, out: Out, label: str, unit: str):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        class Rate(TextColumn):
+            def render(self, task):
+                from rich.text import Text
+
+                speed = task.finished_speed or task.speed
+                return Text(f"{speed:.1f} {unit}/s" if speed else f"– {unit}/s", style="progress.data.speed")
+
+        self.bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), Rate(""),
+                            TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True),
+                            transient=False)
+        self.task = None
+
+    def __enter__(self):
+        self.bar.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.task is None:
+            self.task = self.bar.add_task("", total=total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        self.bar.stop()
+
+
+def cmd_doctor(args, out: Out) -> int:
+    from core import doctor
+    from core.embedder import MODEL_NAME
+
+    with _store(args) as store:
+        reindex = None
+        if args.repair:
+            def reindex() -> int:
+                from core.indexer import Indexer
+
+                with _progress(out, "Re-indexing", "nodes") as progress:
+                    return Indexer(store).run(progress=progress).indexed
+        report = doctor.check(store, repair=args.repair, embedder_name=MODEL_NAME, reindex=reindex)
+    if out.as_json:
+        out.json(report.as_dict())
+    else:
+        for f in report.findings:
+            mark, style = ("ok", "green") if not f.count else (("repaired", "yellow") if f.repaired else ("problem", "red"))
+            out.text((f"{mark:>8} ", style), f"{f.check}: ", (f.detail, "dim"))
+        if not report.clean and not args.repair:
+            out.text("Run `cairn doctor --repair` to fix these.")
+    return 0 if report.clean else 1
+
+
+def cmd_backup(args, out: Out) -> int:
+    from core import clock
+
+    with _store(args) as store:
+        target = Path(args.path) if args.path else store.path.with_name(
+            f"{store.path.stem}-backup-{clock.now().replace(':', '').replace('.', '')}.db")
+        store.db.backup(target)
+    if out.as_json:
+        out.json({"backup": str(target)})
+    else:
+        out.text(f"Backed up to {target}")
+    return 0
+
+
+def cmd_eval(args, out: Out) -> int:
+    from core import beir
+    from core.embedder import shared_embedder
+    from core.indexer import Indexer
+    from core.paths import data_dir
+    from core.search import Searcher
+    from core.store import Store
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise InvalidInput(f"{folder} is not a folder.")
+    embedder = shared_embedder()
+    indexer_settings = f"{embedder.name}|{Indexer.__module__}"
+    from core import chunker, indexer as indexer_module
+
+    indexer_settings += f"|{chunker.MAX_CHUNK_TOKENS}|{chunker.OVERLAP_TOKENS}|{indexer_module.NODE_SOURCE_CHARS}"
+    path = Path(args.db) if args.db else data_dir() / "eval" / (
+        f"{folder.name}-{beir.corpus_fingerprint(folder, indexer_settings)}.db")
+    with Store(path) as store:
+        with _progress(out, "Ingesting", "docs") as progress:
+            beir.ingest(store, folder, Indexer(store, embedder), progress=lambda stage, d, t: progress(d, t))
+        searcher = Searcher(store, embedder, mirror=True)
+        results = [beir.evaluate(searcher, store, folder, mode, args.split, max_queries=args.max_queries)
+                   for mode in args.mode]
+    if out.as_json:
+        out.json(results[0] if len(results) == 1 else results)
+    else:
+        for r in results:
+            out.text(f"{r['mode']:>7} {r['split']}: nDCG@10 {r['ndcg@10']:.4f}  recall@100 {r['recall@100']:.4f}  "
+                     f"MRR@10 {r['mrr@10']:.4f}  ({r['queries']} queries, {r['seconds']} s)")
+    return 0
+
+
+def cmd_app(args, out: Out) -> int:
+    from tui.app import run_app
+
+    from core.paths import db_path
+
+    return run_app(db_path(getattr(args, "db", None)))
+
+
+# -- parser --------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="database file (default: see README)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    reader = argparse.ArgumentParser(add_help=False)
+    reader.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="cairn", parents=[common],
+        description="Cairn: a terminal-first knowledge graph. Run without a verb to open the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"cairn {_version()}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    def verb(name, func, help, *, read=False):
+        p = sub.add_parser(name, parents=[common, reader] if read else [common], help=help, description=help)
+        p.set_defaults(func=func)
+        if not read:
+            p.set_defaults(json=False)
+        return p
+
+    p = verb("add", cmd_add, "add a note; prints its id", read=True)
+    p.add_argument("text", nargs="?", help="the note's text, or - to read it from stdin")
+    p.add_argument("--title", "-t")
+    p.add_argument("--description")
+    p.add_argument("--link")
+    p.add_argument("--dimension", "-d", action="append", metavar="D", help="a dimension (repeatable)")
+    p.add_argument("--event-date", metavar="YYYY-MM-DD")
+    p.add_argument("--type", default="note")
+
+    p = verb("show", cmd_show, "show a node with its edges", read=True)
+    p.add_argument("id", type=int)
+
+    p = verb("edit", cmd_edit, "change a node (no options: edit its text in $EDITOR)", read=True)
+    p.add_argument("id", type=int)
+    p.add_argument("--title", "-t")
+    p.add_argument("--text", help="new text, or - to read it from stdin")
+    p.add_argument("--description")
+    p.add_argument("--link")
+    p.add_argument("--event-date", metavar="YYYY-MM-DD")
+    p.add_argument("--type")
+    p.add_argument("--dimension", "-d", action="append", metavar="D", help="replace the dimensions (repeatable)")
+    p.add_argument("--add-dimension", action="append", metavar="D")
+    p.add_argument("--remove-dimension", action="append", metavar="D")
+
+    p = verb("rm", cmd_rm, "move a node and its edges to the trash", read=True)
+    p.add_argument("id", type=int)
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+
+    p = verb("restore", cmd_restore, "bring a node back from the trash", read=True)
+    p.add_argument("id", type=int)
+    verb("trash", cmd_trash, "list deleted nodes", read=True)
+
+    p = verb("link", cmd_link, "join two nodes with an explained edge; prints its id", read=True)
+    p.add_argument("from_id", type=int, metavar="FROM")
+    p.add_argument("to_id", type=int, metavar="TO")
+    p.add_argument("--explanation", "-e", required=True, help="why they connect, as a sentence")
+
+    p = verb("unlink", cmd_unlink, "delete an edge", read=True)
+    p.add_argument("edge_id", type=int, metavar="EDGE")
+    p.add_argument("--yes", "-y", action="store_true")
+
+    p = verb("search", cmd_search, "search notes by keyword, meaning, or both", read=True)
+    p.add_argument("query")
+    p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
+    p.add_argument("--limit", "-n", type=int, default=10)
+    p.add_argument("--dimension", "-d")
+    p.add_argument("--node", type=int, metavar="ID", help="search only inside this node")
+
+    p = verb("hubs", cmd_hubs, "the most-connected nodes", read=True)
+    p.add_argument("--limit", "-n", type=int, default=10)
+    p = verb("list", cmd_list, "recently updated nodes", read=True)
+    p.add_argument("--limit", "-n", type=int, default=20)
+    p.add_argument("--dimension", "-d")
+
+    verb("index", cmd_index, "chunk and embed every pending node", read=True)
+    p = verb("doctor", cmd_doctor, "check the database and index; --repair fixes what it finds", read=True)
+    p.add_argument("--repair", action="store_true")
+    p = verb("backup", cmd_backup, "copy the database safely (while others write)", read=True)
+    p.add_argument("path", nargs="?")
+
+    p = verb("eval", cmd_eval, "retrieval evaluation", read=True)
+    p.add_argument("suite", choices=["beir"])
+    p.add_argument("folder", metavar="DIR")
+    p.add_argument("--mode", action="append", choices=["fts", "vector", "hybrid"],
+                   help="repeatable; default hybrid")
+    p.add_argument("--split", choices=["test", "train"], default="test")
+    p.add_argument("--max-queries", type=int)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "verb", None) == "eval" and not args.mode:
+        args.mode = ["hybrid"]
+    debug = getattr(args, "debug", False) or bool(os.environ.get("CAIRN_DEBUG"))
+    out = Out(getattr(args, "json", False))
+    func = getattr(args, "func", cmd_app)
+    try:
+        return func(args, out)
+    except CairnError as exc:
+        if debug:
+            raise
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cairn: interrupted; committed work is kept (run the command again to resume).", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last line of defence: a sentence, not a traceback
+        if debug:
+            raise
+        print(f"cairn: unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
