@@ -420,7 +420,7 @@ def cmd_eval(args, out: Out) -> int:
     from core import chunker, indexer as indexer_module
 
     indexer_settings += f"|{chunker.MAX_CHUNK_TOKENS}|{chunker.OVERLAP_TOKENS}|{indexer_module.NODE_SOURCE_CHARS}"
-    path = Path(args.db) if args.db else data_dir() / "eval" / (
+    path = Path(args.db) if getattr(args, "db", None) else data_dir() / "eval" / (
         f"{folder.name}-{beir.corpus_fingerprint(folder, indexer_settings)}.db")
     with Store(path) as store:
         with _progress(out, "Ingesting", "docs") as progress:

@@ -1,0 +1,67 @@
+"""Shared fixtures: a real SQLite file per test and the real offline embedder, loaded once."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """No test reads or writes the real user's data: CAIRN_HOME and HOME point at temp dirs."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("CAIRN_HOME", str(home / "cairn"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    yield
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from core.embedder import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "cairn.db"
+
+
+@pytest.fixture
+def store(db_path):
+    from core.store import Store
+
+    s = Store(db_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def indexer(store, embedder):
+    from core.indexer import Indexer
+
+    return Indexer(store, embedder)
+
+
+@pytest.fixture
+def cairn_cmd():
+    """The installed console script (falls back to the module when run from a bare checkout)."""
+    script = Path(sys.executable).parent / "cairn"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
+
+
+@pytest.fixture
+def cli_env(tmp_path):
+    env = dict(os.environ)
+    env["CAIRN_HOME"] = str(tmp_path / "cairnhome")
+    env["HOME"] = str(tmp_path / "home")
+    env.pop("CAIRN_DEBUG", None)
+    return env
