@@ -13,6 +13,7 @@ from core.errors import DatabaseError
 from core.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
+LOCK_WAIT_SECONDS = 30  # how long Database.transaction keeps retrying BEGIN IMMEDIATE on a locked database
 
 
 def _driver():
@@ -32,12 +33,22 @@ OperationalError = sqlite.OperationalError
 IntegrityError = sqlite.IntegrityError
 
 
-def _load_vec(conn) -> None:
-    import sqlite_vec
+def _vec_extension_path() -> str:
+    """Path of sqlite-vec's loadable library, found without importing the package (which imports
+    numpy: ~80 ms that `cairn add` should not pay)."""
+    import importlib.util
+    import os
 
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseError("The sqlite-vec package is not installed; reinstall Cairn (make run).")
+    return os.path.join(list(spec.submodule_search_locations)[0], "vec0")
+
+
+def _load_vec(conn) -> None:
     try:
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(_vec_extension_path())
     except (AttributeError, OperationalError) as exc:
         raise DatabaseError(
             f"Cannot load the sqlite-vec extension into SQLite ({exc}). "
@@ -123,7 +134,7 @@ class Database:
         if self.conn.in_transaction:
             yield self.conn  # nested: the outer transaction commits
             return
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
         while True:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")

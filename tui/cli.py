@@ -27,6 +27,17 @@ def _version() -> str:
         return "0+unknown"
 
 
+class _VersionAction(argparse.Action):
+    """--version, resolved only when asked (importlib.metadata costs ~35 ms at every start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help="show the version"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cairn {_version()}")
+        parser.exit()
+
+
 # -- output --------------------------------------------------------------------------------------
 class Out:
     """Rich output on stdout; plain when piped or with NO_COLOR (Rich honours both)."""
@@ -457,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cairn", parents=[common],
         description="Cairn: a terminal-first knowledge graph. Run without a verb to open the app.",
     )
-    parser.add_argument("--version", action="version", version=f"cairn {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
 
     def verb(name, func, help, *, read=False):
