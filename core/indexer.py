@@ -19,8 +19,6 @@ from core.chunker import Chunk, Chunker
 from core.migrations import vec_tables
 from core.store import Store, content_hash
 
-# The node-level vector embeds an explicit text: title, description and the start of the source.
-NODE_SOURCE_CHARS = 1_000
 # Titles longer than this many word pieces are cut in the chunk prefix, so the chunk keeps its room.
 TITLE_PREFIX_TOKENS = 48
 BATCH_NODES = 64
@@ -41,18 +39,6 @@ class IndexReport:
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("indexed", "errors", "skipped", "chunks", "embedded", "reused", "seconds")}
-
-
-def _join(*parts: str) -> str:
-    return "\n".join(p for p in (x.strip() for x in parts) if p)
-
-
-def node_text(title: str, description: str, source: str) -> str:
-    """What the node-level vector is made from (documented in DESIGN.md, Embedding lifecycle)."""
-    head = source[:NODE_SOURCE_CHARS]
-    if head.lstrip().startswith(title.strip()):
-        return _join(description, head)
-    return _join(title, description, head)
 
 
 class Indexer:
@@ -142,6 +128,16 @@ class Indexer:
             prefix = title[: offsets[TITLE_PREFIX_TOKENS - 1][1]]
         return f"{prefix}\n{chunk.text}"
 
+    def node_text(self, title: str, description: str, chunks: list[Chunk]) -> str:
+        """The node-level vector's text: title, description and the start of the source (its first
+        chunk). Without a description this is exactly the first chunk's embedding input, so a short
+        note costs one pass through the model, not two."""
+        first = chunks[0] if chunks else None
+        if not description.strip():
+            return self.embed_text_of_chunk(title, first) if first else title
+        body = first.text if first else ""
+        return "\n".join(p for p in (title.strip(), description.strip(), body) if p)
+
     def _index_batch(self, rows, report: IndexReport) -> None:
         import numpy as np
 
@@ -152,7 +148,7 @@ class Indexer:
             try:
                 chunks = self.chunker.split(row["source"])
                 inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
-                ntext = node_text(row["title"], row["description"], row["source"]) or row["title"]
+                ntext = self.node_text(row["title"], row["description"], chunks)
             except Exception as exc:  # a bug or pathological text must not stop the queue
                 self._mark_error(row["id"], row, f"chunking failed: {exc}")
                 report.errors += 1

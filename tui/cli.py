@@ -430,7 +430,7 @@ def cmd_eval(args, out: Out) -> int:
     indexer_settings = f"{embedder.name}|{Indexer.__module__}"
     from core import chunker, indexer as indexer_module
 
-    indexer_settings += f"|{chunker.MAX_CHUNK_TOKENS}|{chunker.OVERLAP_TOKENS}|{indexer_module.NODE_SOURCE_CHARS}"
+    indexer_settings += f"|{chunker.MAX_CHUNK_TOKENS}|{chunker.OVERLAP_TOKENS}|{indexer_module.TITLE_PREFIX_TOKENS}"
     path = Path(args.db) if getattr(args, "db", None) else data_dir() / "eval" / (
         f"{folder.name}-{beir.corpus_fingerprint(folder, indexer_settings)}.db")
     with Store(path) as store:
