@@ -146,6 +146,10 @@ class Database:
                 raise _translate(exc, self.path) from exc
         try:
             yield self.conn
+        except OperationalError as exc:  # a statement in the body failed: read-only, locked, disk full...
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise _translate(exc, self.path) from exc
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")

@@ -426,6 +426,8 @@ def cmd_eval(args, out: Out) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise InvalidInput(f"{folder} is not a folder.")
+    if not (folder / "corpus.jsonl").is_file():
+        raise InvalidInput(f"{folder / 'corpus.jsonl'} is missing; a BEIR folder has corpus.jsonl, queries.jsonl and qrels.tsv.")
     embedder = shared_embedder()
     indexer_settings = f"{embedder.name}|{Indexer.__module__}"
     from core import chunker, indexer as indexer_module
@@ -519,7 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("edge_id", type=int, metavar="EDGE")
     p.add_argument("--yes", "-y", action="store_true")
 
-    p = verb("search", cmd_search, "search notes by keyword, meaning, or both", read=True)
+    p = verb("search", cmd_search, "search notes by keyword, meaning, or both (a query starting with - goes after --)", read=True)
     p.add_argument("query")
     p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
     p.add_argument("--limit", "-n", type=int, default=10)

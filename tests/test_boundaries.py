@@ -1,0 +1,80 @@
+"""Architecture boundaries that are easy to break by accident (DESIGN.md, Layout and Paths)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, env: dict | None = None, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_core_never_imports_textual_or_tui():
+    modules = sorted(f"core.{p.stem}" for p in (ROOT / "core").glob("*.py"))
+    assert "core.store" in modules and "core.search" in modules
+    code = (
+        "import importlib, json, sys\n"
+        "mods = json.loads(sys.argv[1])\n"
+        "for m in mods: importlib.import_module(m)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'tui'))\n"
+        "print(json.dumps({'loaded': sorted(m for m in mods if m in sys.modules), 'bad': bad}))\n"
+    )
+    proc = _python(code, None, json.dumps(modules))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["loaded"] == modules
+    assert result["bad"] == []
+
+
+def test_cairn_add_does_not_load_the_embedder(tmp_path):
+    env = dict(os.environ, CAIRN_HOME=str(tmp_path / "ch"), HOME=str(tmp_path / "home"))
+    code = (
+        "import json, sys\n"
+        "from tui.cli import main\n"
+        "rc = main(['add', 'a quick note', '--db', sys.argv[1]])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'onnxruntime', 'tokenizers', 'textual'})\n"
+        "sys.stderr.write(json.dumps({'rc': rc, 'heavy': heavy}) + '\\n')\n"
+    )
+    proc = _python(code, env, str(tmp_path / "x.db"))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert result == {"rc": 0, "heavy": []}
+    assert proc.stdout.strip() == "1"
+
+
+def _tree(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_embedding_writes_nothing_outside_cairn_home(cairn_cmd, tmp_path):
+    """onnxruntime > 1.22.1 writes ~/.cache/Microsoft on every run; nothing may appear in HOME or TMPDIR."""
+    home, cairn_home, tmpdir = tmp_path / "home", tmp_path / "cairnhome", tmp_path / "tmp"
+    home.mkdir()
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env.update(HOME=str(home), CAIRN_HOME=str(cairn_home), TMPDIR=str(tmpdir))
+    env.pop("CAIRN_DEBUG", None)
+
+    def cairn(*args):
+        proc = subprocess.run([*cairn_cmd, *args], env=env, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, (args, proc.stderr)
+        return proc.stdout
+
+    cairn("add", "Glaciers carve valleys as they move slowly downhill.")
+    cairn("index")
+    hits = json.loads(cairn("search", "ice shaping the landscape", "--json"))
+    assert hits and hits[0]["title"].startswith("Glaciers")
+    cairn("search", "glacier", "--mode", "vector")
+
+    assert _tree(home) == []
+    assert _tree(tmpdir) == []
+    assert (cairn_home / "cairn.db").is_file()
+    assert {p.name for p in tmp_path.iterdir()} == {"home", "cairnhome", "tmp"}
