@@ -20,7 +20,8 @@ OVERLAP_TOKENS = 32
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+|\n+")
+# A sentence ends after . ! ? … (and up to two closing quotes/brackets, which stay with it).
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"')\]])|(?<=[.!?…][\"')\]]{2}))\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ class Chunker:
         step = max(8, min(self.overlap_tokens, self.max_tokens // 4))
         for i in range(0, len(offsets), step):
             window = offsets[i : i + step]
-            a = start + window[0][0]
+            a = start + (window[0][0] if i else 0)  # keep leading characters the tokenizer skips
             b = start + (offsets[i + step][0] if i + step < len(offsets) else len(source[start:end]))
             a, b = _trim(source, 0, a, b)
             if b > a:
@@ -180,10 +181,12 @@ class Chunker:
             spans.append((units[i].start, units[j - 1].end))
             if j >= len(units):
                 break
-            # step back over trailing units that fit the overlap, but always make progress
+            # step back over trailing units that fit the overlap and leave room for the next unit (else the
+            # next chunk would only repeat part of this one), but always make progress
             back = j
             carried = 0
-            while back - 1 > i and carried + units[back - 1].tokens <= self.overlap_tokens:
+            while (back - 1 > i and carried + units[back - 1].tokens <= self.overlap_tokens
+                   and carried + units[back - 1].tokens + units[j].tokens <= self.max_tokens):
                 back -= 1
                 carried += units[back].tokens
             i = back

@@ -71,17 +71,29 @@ class Embedder:
         self.batch_size = batch_size
         self._lock = threading.Lock()
 
-    @cached_property
-    def tokenizer(self):
+    def _load_tokenizer(self, truncate: bool):
         from tokenizers import Tokenizer
 
         try:
             tok = Tokenizer.from_file(str(tokenizer_path()))
         except Exception as exc:  # tokenizers raises a bare Exception on a bad file
             raise EmbedderError(f"Cannot read the embedder's tokenizer: {exc}") from exc
-        tok.enable_truncation(max_length=MAX_TOKENS)
+        if truncate:
+            tok.enable_truncation(max_length=MAX_TOKENS)
+        else:
+            tok.no_truncation()
         tok.no_padding()
         return tok
+
+    @cached_property
+    def tokenizer(self):
+        """What the model is fed: truncated at its window, padded per batch by `_embed_batch`."""
+        return self._load_tokenizer(truncate=True)
+
+    @cached_property
+    def _measuring_tokenizer(self):
+        """Untruncated, for measuring text (the chunker); never reconfigured, so thread-safe."""
+        return self._load_tokenizer(truncate=False)
 
     @cached_property
     def session(self):
@@ -99,16 +111,11 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Word pieces the model sees for this text, [CLS] and [SEP] included (untruncated)."""
-        return len(self.tokenizer.encode(text, add_special_tokens=True).ids) if text else 2
+        return len(self._measuring_tokenizer.encode(text, add_special_tokens=True).ids) if text else 2
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every word piece (no special tokens), untruncated."""
-        tok = self.tokenizer
-        tok.no_truncation()
-        try:
-            return [tuple(o) for o in tok.encode(text, add_special_tokens=False).offsets]
-        finally:
-            tok.enable_truncation(max_length=MAX_TOKENS)
+        return [tuple(o) for o in self._measuring_tokenizer.encode(text, add_special_tokens=False).offsets]
 
     def embed(self, texts: Sequence[str]):
         """A float32 array of shape (len(texts), 384), each row of unit length."""

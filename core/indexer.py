@@ -159,7 +159,8 @@ class Indexer:
             for text, h in zip(inputs, hashes):
                 if h not in reusable:
                     texts.setdefault(text, len(texts))
-            texts.setdefault(ntext, len(texts))
+            if _hash(ntext) not in reusable:
+                texts.setdefault(ntext, len(texts))
             plans.append((row, chunks, inputs, hashes, reusable, ntext))
         if not plans:
             return
@@ -192,8 +193,10 @@ class Indexer:
                     conn.execute("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)",
                                  (cur.lastrowid, row["id"], blob))
                 conn.execute("DELETE FROM vec_nodes WHERE rowid = ?", (row["id"],))
-                conn.execute("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)",
-                             (row["id"], vectors[texts[ntext]].tobytes()))
+                node_blob = reusable.get(_hash(ntext))
+                if node_blob is None:
+                    node_blob = vectors[texts[ntext]].tobytes()
+                conn.execute("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)", (row["id"], node_blob))
                 conn.execute(
                     "UPDATE nodes SET chunk_status = 'indexed', content_hash = ?, index_error = NULL WHERE id = ?",
                     (content_hash(row["title"], row["description"], row["source"]), row["id"]),
@@ -210,7 +213,7 @@ class Indexer:
             " WHERE c.node_id = ? AND c.embedding_type = ?",
             (node_id, model),
         ).fetchall()
-        wanted = set(hashes)
+        wanted = set(hashes)  # the node text, when it equals a chunk's input, is among these
         return {r["content_hash"]: r["embedding"] for r in rows if r["content_hash"] in wanted}
 
     def _mark_error(self, node_id: int, row, message: str) -> None:

@@ -87,6 +87,7 @@ _V1 = [
         INSERT INTO nodes_fts(nodes_fts, rowid, title, description, source)
             VALUES ('delete', old.id, old.title, old.description, old.source);
         DELETE FROM vec_nodes WHERE rowid = old.id;
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation';
     END""",
     """CREATE TRIGGER nodes_fts_au AFTER UPDATE OF title, description, source ON nodes BEGIN
         INSERT INTO nodes_fts(nodes_fts, rowid, title, description, source)

@@ -125,8 +125,11 @@ class Searcher:
         blob = np.asarray(qvec, dtype=np.float32).tobytes()
         if scope is None:
             rows = self.db.execute(
-                "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?", (blob, k)
+                "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?",
+                (blob, min(k, 4096)),  # sqlite-vec's k-NN limit
             ).fetchall()
+            chunkless = "SELECT n.id FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)"
+            params: tuple = (blob, k)
         else:
             rows = self.db.execute(
                 "SELECT v.rowid, c.node_id, vec_distance_cosine(v.embedding, ?) AS distance FROM vec_chunks v"
@@ -134,7 +137,17 @@ class Searcher:
                 " (SELECT value FROM json_each(?))) ORDER BY distance LIMIT ?",
                 (blob, json.dumps(scope), k),
             ).fetchall()
-        return [(r[0], r[1], 1.0 - r[2]) for r in rows]
+            chunkless = ("SELECT n.id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(?))"
+                         " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)")
+            params = (blob, json.dumps(scope), k)
+        # Nodes without chunks (title-only notes) are found through their node-level vector.
+        rows += self.db.execute(
+            f"SELECT 0, v.rowid, vec_distance_cosine(v.embedding, ?) AS distance FROM vec_nodes v"
+            f" WHERE v.rowid IN ({chunkless}) ORDER BY distance LIMIT ?",
+            params,
+        ).fetchall()
+        rows.sort(key=lambda r: r[2])
+        return [(r[0], r[1], 1.0 - r[2]) for r in rows[:k]]
 
     def vector_candidates(self, query: str, limit: int, dimension: str | None = None) -> list[Candidate]:
         if not query.strip():
@@ -145,7 +158,8 @@ class Searcher:
         by_node: dict[int, Candidate] = {}
         for chunk_id, node_id, cosine in chunks:
             if node_id not in by_node:
-                by_node[node_id] = Candidate(node_id, cosine=cosine, chunk_id=chunk_id, vector_rank=len(by_node) + 1)
+                by_node[node_id] = Candidate(node_id, cosine=cosine, chunk_id=chunk_id or None,
+                                             vector_rank=len(by_node) + 1)
         return list(by_node.values())[:limit]
 
     # -- fused -------------------------------------------------------------------------------------
@@ -209,8 +223,9 @@ class Searcher:
                 for i, (chunk_id, rank) in enumerate(rows):
                     per_chunk[chunk_id] = Candidate(node_id, fts=-rank, fts_rank=i + 1, chunk_id=chunk_id)
         if mode in ("vector", "hybrid") and query.strip():
-            for i, (chunk_id, _, cosine) in enumerate(self._nearest_chunks(self.query_vector(query), 10_000, node_id=node_id)):
-                c = per_chunk.setdefault(chunk_id, Candidate(node_id, chunk_id=chunk_id))
+            nearest = self._nearest_chunks(self.query_vector(query), 10_000, node_id=node_id)
+            for i, (chunk_id, _, cosine) in enumerate(nearest):
+                c = per_chunk.setdefault(chunk_id, Candidate(node_id, chunk_id=chunk_id or None))
                 c.cosine, c.vector_rank = cosine, i + 1
         for c in per_chunk.values():
             if mode == "fts":

@@ -91,6 +91,10 @@ def _text(name: str, value: Any, limit: int, *, required: bool = False) -> str:
         raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {limit:,}.")
     if required and not value.strip():
         raise InvalidInput(f"{name} must not be empty.")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates, e.g. undecodable bytes read under a C locale
+        raise InvalidInput(f"{name} contains bytes that are not valid UTF-8 text; convert it to UTF-8 first.") from None
     return value
 
 

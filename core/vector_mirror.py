@@ -30,7 +30,13 @@ class VectorMirror:
         generation = self._current_generation()
         if generation == self.generation:
             return
-        rows = self.db.execute("SELECT rowid, node_id, embedding FROM vec_chunks ORDER BY rowid").fetchall()
+        # Chunk vectors, plus the node vectors of nodes without chunks (a title-only note), whose
+        # chunk id is 0: such a node is found by meaning through its node-level vector.
+        rows = self.db.execute(
+            "SELECT rowid, node_id, embedding FROM vec_chunks UNION ALL "
+            "SELECT 0, v.rowid, v.embedding FROM vec_nodes v WHERE NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.node_id = v.rowid)"
+        ).fetchall()
         n = len(rows)
         self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
         self.node_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
@@ -41,7 +47,8 @@ class VectorMirror:
         self.generation = generation
 
     def top(self, query: np.ndarray, k: int, *, node_ids: np.ndarray | None = None) -> list[tuple[int, int, float]]:
-        """(chunk id, node id, cosine) of the k nearest chunks; exact, optionally only among node_ids."""
+        """(chunk id, node id, cosine) of the k nearest vectors; exact, optionally only among node_ids.
+        A chunk id of 0 is the node vector of a node that has no chunks."""
         self.sync()
         if not len(self.rowids) or k <= 0:
             return []

@@ -186,3 +186,43 @@ def test_content_hash_depends_only_on_text(chunker):
     b = chunker.split("Preamble.\n\n# A\nSame words here.")
     assert a[-1].text == b[-1].text and a[-1].content_hash == b[-1].content_hash
     assert chunker.split("# A\nOther words here.")[-1].content_hash != a[-1].content_hash
+
+
+# -- regressions found by the property tests above ---------------------------------------------
+def _uncovered(source: str, chunks) -> list[tuple[int, str]]:
+    covered = set()
+    for c in chunks:
+        covered.update(range(c.start_char, c.end_char))
+    return [(i, ch) for i, ch in enumerate(source) if i not in covered and not ch.isspace()]
+
+
+def test_closing_quotes_after_a_sentence_are_not_dropped(chunker):
+    # Long quoted sentences (each over the overlap budget) so some chunk boundary falls right after `."`
+    sentences = [f'He said "the survey of site {i} found {", ".join(f"shard {i}-{k}" for k in range(12))}."'
+                 for i in range(12)]
+    source = " ".join(sentences)
+    chunks = chunker.split(source)
+    assert len(chunks) > 1
+    assert _uncovered(source, chunks) == []
+
+
+def test_no_chunk_is_a_repeat_inside_the_previous_one(chunker):
+    # Short sentences, then one sentence almost as big as a whole chunk: the overlap carried from the
+    # short ones cannot fit beside it, and must not become a chunk of its own.
+    short = " ".join(f"Short line {i} here." for i in range(40))
+    big = " ".join(["apple"] * (chunker.max_tokens - 20)) + "."  # one word piece per word
+    assert chunker.max_tokens - chunker.overlap_tokens < chunker.count(big) <= chunker.max_tokens
+    source = f"{short} {big}"
+    chunks = chunker.split(source)
+    for a, b in zip(chunks, chunks[1:]):
+        assert b.end_char > a.end_char, (a.text[-60:], b.text[-60:])
+
+
+def test_a_character_the_tokenizer_ignores_is_still_kept(chunker):
+    # U+FFFD (what a bad decode leaves behind) is dropped by the tokenizer; a long run of text that
+    # has to be cut at token boundaries must still keep it in its first chunk.
+    source = "\ufffd" + " ".join(f"token{k}" for k in range(400))
+    chunks = chunker.split(source)
+    assert len(chunks) > 1
+    assert chunks[0].start_char == 0
+    assert _uncovered(source, chunks) == []

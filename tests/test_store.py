@@ -418,3 +418,17 @@ def test_hubs_count_distinct_edges_both_ways_exclude_memory_and_break_ties_by_re
 def test_nodes_without_edges_are_not_hubs(store):
     store.add_node("Lonely")
     assert store.hubs() == []
+
+
+def test_undecodable_text_is_refused_with_a_clear_error(store):
+    """Text read with errors='surrogateescape' (e.g. `cat file | cairn add` under a C locale) carries lone
+    surrogates that SQLite cannot store; the user should get InvalidInput, not a UnicodeEncodeError."""
+    keep = store.add_node("Existing")
+    before = _counts(store)
+    for kwargs in ({"title": "bad \udc80 bytes"}, {"title": "ok", "source": "caf\udce9"}):
+        with pytest.raises(InvalidInput):
+            store.add_node(**kwargs)
+        with pytest.raises(InvalidInput):
+            store.update_node(keep["id"], **kwargs)
+    assert _counts(store) == before
+    assert store.get_node(keep["id"]) == keep

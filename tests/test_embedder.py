@@ -1,0 +1,147 @@
+"""The offline embedder (all-MiniLM-L6-v2, int8 ONNX): meaning, shape, pooling, truncation, lazy import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core.embedder import DIMENSIONS, MAX_TOKENS, MODEL_NAME
+
+# (anchor, closer, farther)
+ORDERINGS = [
+    ("A man is eating food.", "A man is eating a piece of bread.", "A man is riding a horse."),
+    # paraphrases that share no word with the anchor
+    ("The automobile would not start this morning.", "My car refused to turn on today.", "Penguins live in Antarctica."),
+    ("Physicians treat illnesses.", "Doctors cure diseases.", "Stock markets fell sharply."),
+    ("The kitten is sleeping.", "A young cat naps.", "Quarterly revenue grew by ten percent."),
+    ("A woman is playing the violin.", "A lady performs music on a stringed instrument.", "A man is slicing tomatoes."),
+    ("How many people live in Tokyo?", "What is the population of Japan's capital?", "How do I fix a flat bicycle tyre?"),
+    # a query against passages
+    ("best way to cook spaghetti", "Boil pasta in salted water until al dente.", "The stock market fell sharply on Tuesday."),
+]
+
+
+def _words(anchor: str, other: str) -> set[str]:
+    norm = lambda s: {w.strip(".,?!'").lower() for w in s.split()}  # noqa: E731
+    return norm(anchor) & norm(other)
+
+
+@pytest.mark.parametrize("anchor, closer, farther", ORDERINGS)
+def test_similar_meaning_ranks_above_unrelated(embedder, anchor, closer, farther):
+    a, c, f = embedder.embed([anchor, closer, farther])
+    assert float(a @ c) > float(a @ f) + 0.2, (float(a @ c), float(a @ f))
+
+
+def test_paraphrases_without_shared_words_really_share_none():
+    # guards the test data above: these pairs must be matched by meaning, not by a common word
+    for anchor, closer, _ in ORDERINGS[1:4]:
+        assert not _words(anchor, closer), (anchor, closer)
+
+
+def test_vectors_are_unit_length_384_float32(embedder):
+    texts = ["", "a", "Graphs and networks.", "x" * 5000, "東京 naïve λόγος 🙂", "word " * 1000]
+    vectors = embedder.embed(texts)
+    assert vectors.shape == (len(texts), DIMENSIONS) == (6, 384)
+    assert vectors.dtype == np.float32
+    assert np.all(np.isfinite(vectors))
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    one = embedder.embed_one("Graphs and networks.")
+    assert one.shape == (384,) and one.dtype == np.float32
+    assert embedder.embed([]).shape == (0, 384)
+    assert embedder.name == MODEL_NAME and embedder.dimensions == DIMENSIONS
+
+
+def test_batch_equals_one_by_one(embedder):
+    # Different lengths in one batch (padding) and more texts than one batch holds.
+    texts = [("word " * (i * 7 % 53)) + f"sentence {i} about topic {i % 5}." for i in range(embedder.batch_size + 9)]
+    texts += ["short", "A much longer sentence, with several clauses, about graphs, embeddings and search."]
+    batched = embedder.embed(texts)
+    single = np.stack([embedder.embed_one(t) for t in texts])
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+    # and the order of the output follows the order of the input, not the internal length sort
+    reordered = embedder.embed(list(reversed(texts)))
+    np.testing.assert_allclose(reordered[::-1], batched, atol=1e-5)
+
+
+def _reference_embed(session, texts: list[str]) -> np.ndarray:
+    """Mean pooling written independently: own tokenizer, own padding, own masked mean, L2 norm."""
+    from tokenizers import Tokenizer
+
+    from core.embedder import tokenizer_path
+
+    tok = Tokenizer.from_file(str(tokenizer_path()))
+    tok.enable_truncation(max_length=256)
+    tok.no_padding()
+    encs = [tok.encode(t) for t in texts]
+    width = max(len(e.ids) for e in encs)
+    ids = np.zeros((len(texts), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for i, e in enumerate(encs):
+        ids[i, : len(e.ids)] = e.ids
+        mask[i, : len(e.ids)] = 1
+    hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    out = []
+    for i, e in enumerate(encs):
+        vec = hidden[i, : len(e.ids)].mean(axis=0)  # only the real tokens
+        out.append(vec / np.linalg.norm(vec))
+    return np.asarray(out, dtype=np.float32)
+
+
+def test_mean_pooling_matches_an_independent_implementation(embedder):
+    text = "Mean pooling averages the token states that the attention mask keeps."
+    ref = _reference_embed(embedder.session, [text])[0]
+    np.testing.assert_allclose(embedder.embed_one(text), ref, atol=1e-5)
+    # and with padding in the reference batch: the short text's vector must not see the pad tokens
+    pair = ["short one", "a considerably longer second text so that the first one is padded in the batch"]
+    np.testing.assert_allclose(embedder.embed(pair), _reference_embed(embedder.session, pair), atol=1e-5)
+
+
+def test_count_tokens_is_untruncated_and_long_text_still_embeds(embedder):
+    text = " ".join(f"word{i % 37}" for i in range(1000))
+    vec = embedder.embed_one(text)
+    assert vec.shape == (384,) and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-5
+    # the documented contract: "Word pieces the model sees for this text ... (untruncated)"
+    assert embedder.count_tokens(text) > MAX_TOKENS
+    assert embedder.count_tokens("") == 2
+    assert embedder.count_tokens("hello") == 3
+
+
+def test_the_model_window_is_256_word_pieces_not_128(embedder):
+    filler = " ".join(["apple"] * 150)  # one word piece each: 152 with [CLS]/[SEP]
+    # Text between piece 150 and 256 changes the vector (the shipped tokenizer.json would cut at 128) ...
+    a = embedder.embed_one(f"{filler} volcanoes erupt lava and ash over the island villages")
+    b = embedder.embed_one(f"{filler} violins play a quiet melody in the concert hall")
+    assert float(a @ b) < 0.9999
+    # ... and text after piece 256 does not (the model's window is 256).
+    long_filler = " ".join(["apple"] * 300)
+    c = embedder.embed_one(f"{long_filler} volcanoes erupt lava")
+    d = embedder.embed_one(f"{long_filler} violins play a melody")
+    np.testing.assert_allclose(c, d, atol=1e-6)
+
+
+def test_token_offsets_are_character_spans(embedder):
+    text = "Zürich 東京 graphs"
+    offsets = embedder.token_offsets(text)
+    assert offsets[0][0] == 0 and offsets[-1][1] == len(text)
+    pieces = "".join(text[a:b] for a, b in offsets)
+    assert pieces.replace(" ", "") == text.replace(" ", "")
+    # untruncated, and truncation is back on afterwards
+    assert len(embedder.token_offsets("word " * 600)) == 600
+    assert len(embedder.tokenizer.encode("word " * 600).ids) == MAX_TOKENS
+
+
+def test_importing_core_does_not_load_onnxruntime():
+    code = (
+        "import sys\n"
+        "import core.embedder, core.store, core.indexer, core.search, core.chunker, core.doctor\n"
+        "from core.embedder import Embedder\n"
+        "e = Embedder()\n"
+        "assert e.count_tokens('counting needs only the tokenizer') > 2\n"
+        "print('onnxruntime' in sys.modules, 'textual' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
