@@ -429,10 +429,16 @@ def cmd_eval(args, out: Out) -> int:
     if not (folder / "corpus.jsonl").is_file():
         raise InvalidInput(f"{folder / 'corpus.jsonl'} is missing; a BEIR folder has corpus.jsonl, queries.jsonl and qrels.tsv.")
     embedder = shared_embedder()
-    indexer_settings = f"{embedder.name}|{Indexer.__module__}"
-    from core import chunker, indexer as indexer_module
+    # The cache key covers everything that shapes the index: the embedder and the code that chunks
+    # and embeds (so a changed chunker never reuses a stale collection).
+    import hashlib
 
-    indexer_settings += f"|{chunker.MAX_CHUNK_TOKENS}|{chunker.OVERLAP_TOKENS}|{indexer_module.TITLE_PREFIX_TOKENS}"
+    from core import chunker, embedder as embedder_module, indexer as indexer_module, migrations
+
+    code = hashlib.sha256()
+    for module in (chunker, embedder_module, indexer_module, migrations):
+        code.update(Path(module.__file__).read_bytes())
+    indexer_settings = f"{embedder.name}|{code.hexdigest()}"
     path = Path(args.db) if getattr(args, "db", None) else data_dir() / "eval" / (
         f"{folder.name}-{beir.corpus_fingerprint(folder, indexer_settings)}.db")
     with Store(path) as store:
