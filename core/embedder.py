@@ -12,7 +12,7 @@ import os
 import threading
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from core.errors import EmbedderError
 
@@ -117,8 +117,9 @@ class Embedder:
         """Character span of every word piece (no special tokens), untruncated."""
         return [tuple(o) for o in self._measuring_tokenizer.encode(text, add_special_tokens=False).offsets]
 
-    def embed(self, texts: Sequence[str]):
-        """A float32 array of shape (len(texts), 384), each row of unit length."""
+    def embed(self, texts: Sequence[str], progress: Callable[[float], None] | None = None):
+        """A float32 array of shape (len(texts), 384), each row of unit length.
+        `progress(fraction)` is called after each model batch."""
         import numpy as np
 
         if not texts:
@@ -129,6 +130,8 @@ class Embedder:
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
             out[batch] = self._embed_batch([texts[i] for i in batch])
+            if progress:
+                progress(min(1.0, (start + len(batch)) / len(order)))
         return out
 
     def _embed_batch(self, texts: list[str]):

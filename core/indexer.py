@@ -17,11 +17,17 @@ from typing import Callable
 from core import clock
 from core.chunker import Chunk, Chunker
 from core.migrations import vec_tables
-from core.store import Store, content_hash
+from core.store import Store, content_hash, title_from_text
 
 # Titles longer than this many word pieces are cut in the chunk prefix, so the chunk keeps its room.
 TITLE_PREFIX_TOKENS = 48
-BATCH_NODES = 64
+# A batch is filled up to about this many embedding inputs (estimated from text length) and at
+# most BATCH_NODES nodes: big enough that sorting by length keeps padding low (measured: 64 fixed
+# nodes ran at 0.54x of raw embedding speed, 256 inputs ~0.8x, 512 ~0.9x), small enough that a kill
+# loses little work; progress moves inside a batch as sub-batches are embedded.
+BATCH_INPUTS = 512
+BATCH_NODES = 1024
+CHARS_PER_CHUNK_ESTIMATE = 700
 
 Progress = Callable[[int, int], None]
 
@@ -100,7 +106,12 @@ class Indexer:
             if not rows:
                 break
             attempted.update(r["id"] for r in rows)
-            self._index_batch(rows, report)
+            on_embedded = None
+            if progress:
+                def on_embedded(fraction: float, base: int = done, size: int = len(rows)) -> None:
+                    # Embedding is most of the work; committed at the end of the batch.
+                    progress(base + int(fraction * size * 0.95), max(total, base + size))
+            self._index_batch(rows, report, on_embedded)
             done += len(rows)
             if progress:
                 progress(min(done, max(total, done)), max(total, done))
@@ -110,18 +121,33 @@ class Indexer:
     def _next_batch(self, size: int, attempted: set[int]):
         # Nodes skipped because they changed mid-batch are retried by the next run, not this one,
         # so a node edited in a tight loop by another process cannot keep this run from finishing.
-        rows = self.store.db.execute(
-            "SELECT id, title, description, source FROM nodes WHERE chunk_status = 'pending'"
+        sizes = self.store.db.execute(
+            "SELECT id, length(source) FROM nodes WHERE chunk_status = 'pending'"
             " AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?",
             (json.dumps(sorted(attempted)), size),
         ).fetchall()
-        return rows
+        chosen, inputs = [], 0
+        for node_id, length in sizes:
+            estimate = 1 + (length or 0) // CHARS_PER_CHUNK_ESTIMATE
+            if chosen and inputs + estimate > BATCH_INPUTS:
+                break
+            chosen.append(node_id)
+            inputs += estimate
+        if not chosen:
+            return []
+        return self.store.db.execute(
+            "SELECT id, title, description, source FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
+            " AND chunk_status = 'pending' ORDER BY id",
+            (json.dumps(chosen),),
+        ).fetchall()
 
     # -- one batch -------------------------------------------------------------------------------
     def embed_text_of_chunk(self, title: str, chunk: Chunk) -> str:
-        """Chunks are embedded with the node's title in front (unless the chunk already starts with it)."""
-        if not title or chunk.text.lstrip().startswith(title.strip()):
-            return chunk.text
+        """Chunks are embedded with the node's title in front, unless the chunk already starts with it
+        or the title was made from the chunk's opening (`cairn add` without --title)."""
+        title = title.strip()
+        if not title or chunk.text.lstrip().startswith(title) or title == title_from_text(chunk.text):
+            return chunk.text  # the title is the chunk's own opening (or was made from it)
         prefix = title
         if self.chunker.count(title) > TITLE_PREFIX_TOKENS:
             offsets = self.embedder.token_offsets(title)
@@ -138,10 +164,11 @@ class Indexer:
         body = first.text if first else ""
         return "\n".join(p for p in (title.strip(), description.strip(), body) if p)
 
-    def _index_batch(self, rows, report: IndexReport) -> None:
+    def _index_batch(self, rows, report: IndexReport, on_embedded: Callable[[float], None] | None = None) -> None:
         import numpy as np
 
         model = self.embedder.name
+        reusable = self._reusable_vectors([r["id"] for r in rows], model)
         plans = []
         texts: dict[str, int] = {}  # unique embedding input → position in the batch
         for row in rows:
@@ -155,66 +182,93 @@ class Indexer:
                 report.failures.append((row["id"], str(exc)))
                 continue
             hashes = [_hash(t) for t in inputs]
-            reusable = self._reusable_vectors(row["id"], hashes, model)
+            old = reusable.get(row["id"], {})
             for text, h in zip(inputs, hashes):
-                if h not in reusable:
+                if h not in old:
                     texts.setdefault(text, len(texts))
-            if _hash(ntext) not in reusable:
+            nhash = _hash(ntext)
+            if nhash not in old:
                 texts.setdefault(ntext, len(texts))
-            plans.append((row, chunks, inputs, hashes, reusable, ntext))
+            plans.append((row, chunks, inputs, hashes, ntext, nhash))
         if not plans:
             return
-        vectors = self.embedder.embed(list(texts)) if texts else np.zeros((0, self.embedder.dimensions), np.float32)
+        if texts:
+            vectors = self.embedder.embed(list(texts), progress=on_embedded)
+        else:
+            vectors = np.zeros((0, self.embedder.dimensions), np.float32)
         report.embedded += len(texts)
         stamp = clock.now()
         with self.store.db.transaction() as conn:
-            for row, chunks, inputs, hashes, reusable, ntext in plans:
-                current = conn.execute(
-                    "SELECT title, description, source, chunk_status FROM nodes WHERE id = ?", (row["id"],)
-                ).fetchone()
-                if current is None or current["chunk_status"] != "pending" or any(
-                    current[k] != row[k] for k in ("title", "description", "source")
+            # Only nodes that still hold the text that was embedded are written; others stay pending.
+            current = {
+                r["id"]: r for r in conn.execute(
+                    "SELECT id, title, description, source, chunk_status FROM nodes"
+                    " WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([p[0]["id"] for p in plans]),),
+                )
+            }
+            fresh = []
+            for plan in plans:
+                row = plan[0]
+                now = current.get(row["id"])
+                if now is None or now["chunk_status"] != "pending" or any(
+                    now[k] != row[k] for k in ("title", "description", "source")
                 ):
                     report.skipped += 1
-                    continue
-                conn.execute("DELETE FROM chunks WHERE node_id = ?", (row["id"],))
+                else:
+                    fresh.append(plan)
+            if not fresh:
+                return
+            ids = json.dumps([p[0]["id"] for p in fresh])
+            conn.execute("DELETE FROM chunks WHERE node_id IN (SELECT value FROM json_each(?))", (ids,))
+            conn.execute("DELETE FROM vec_nodes WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
+            # This transaction holds the write lock, so chunk ids can be assigned here and the chunk
+            # and vector rows inserted in bulk (AUTOINCREMENT's sequence is respected).
+            next_id = conn.execute(
+                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0),"
+                " COALESCE((SELECT MAX(id) FROM chunks), 0)) + 1"
+            ).fetchone()[0]
+            chunk_rows, vec_rows, node_rows, status_rows = [], [], [], []
+            for row, chunks, inputs, hashes, ntext, nhash in fresh:
+                old = reusable.get(row["id"], {})
                 for chunk, text, h in zip(chunks, inputs, hashes):
-                    cur = conn.execute(
-                        "INSERT INTO chunks(node_id, chunk_idx, text, start_char, end_char, heading_path,"
-                        " content_hash, embedding_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (row["id"], chunk.idx, chunk.text, chunk.start_char, chunk.end_char,
-                         json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp),
-                    )
-                    if h in reusable:
-                        blob = reusable[h]
+                    chunk_rows.append((next_id, row["id"], chunk.idx, chunk.text, chunk.start_char, chunk.end_char,
+                                       json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp))
+                    if h in old:
                         report.reused += 1
+                        blob = old[h]
                     else:
                         blob = vectors[texts[text]].tobytes()
-                    conn.execute("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)",
-                                 (cur.lastrowid, row["id"], blob))
-                conn.execute("DELETE FROM vec_nodes WHERE rowid = ?", (row["id"],))
-                node_blob = reusable.get(_hash(ntext))
-                if node_blob is None:
-                    node_blob = vectors[texts[ntext]].tobytes()
-                conn.execute("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)", (row["id"], node_blob))
-                conn.execute(
-                    "UPDATE nodes SET chunk_status = 'indexed', content_hash = ?, index_error = NULL WHERE id = ?",
-                    (content_hash(row["title"], row["description"], row["source"]), row["id"]),
-                )
+                    vec_rows.append((next_id, row["id"], blob))
+                    next_id += 1
+                node_rows.append((row["id"], old[nhash] if nhash in old else vectors[texts[ntext]].tobytes()))
+                status_rows.append((content_hash(row["title"], row["description"], row["source"]), row["id"]))
                 report.indexed += 1
                 report.chunks += len(chunks)
+            conn.executemany(
+                "INSERT INTO chunks(id, node_id, chunk_idx, text, start_char, end_char, heading_path,"
+                " content_hash, embedding_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                chunk_rows,
+            )
+            conn.executemany("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)", vec_rows)
+            conn.executemany("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)", node_rows)
+            conn.executemany(
+                "UPDATE nodes SET chunk_status = 'indexed', content_hash = ?, index_error = NULL WHERE id = ?",
+                status_rows,
+            )
             conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
 
-    def _reusable_vectors(self, node_id: int, hashes: list[str], model: str) -> dict[str, bytes]:
-        if not hashes:
-            return {}
+    def _reusable_vectors(self, node_ids: list[int], model: str) -> dict[int, dict[str, bytes]]:
+        """Existing vectors of these nodes by the hash of their embedding input, to skip re-embedding."""
         rows = self.store.db.execute(
-            "SELECT c.content_hash, v.embedding FROM chunks c JOIN vec_chunks v ON v.rowid = c.id"
-            " WHERE c.node_id = ? AND c.embedding_type = ?",
-            (node_id, model),
+            "SELECT c.node_id, c.content_hash, v.embedding FROM chunks c JOIN vec_chunks v ON v.rowid = c.id"
+            " WHERE c.node_id IN (SELECT value FROM json_each(?)) AND c.embedding_type = ?",
+            (json.dumps(node_ids), model),
         ).fetchall()
-        wanted = set(hashes)  # the node text, when it equals a chunk's input, is among these
-        return {r["content_hash"]: r["embedding"] for r in rows if r["content_hash"] in wanted}
+        out: dict[int, dict[str, bytes]] = {}
+        for r in rows:
+            out.setdefault(r["node_id"], {})[r["content_hash"]] = r["embedding"]
+        return out
 
     def _mark_error(self, node_id: int, row, message: str) -> None:
         with self.store.db.transaction() as conn:

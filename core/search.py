@@ -128,8 +128,7 @@ class Searcher:
                 "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?",
                 (blob, min(k, 4096)),  # sqlite-vec's k-NN limit
             ).fetchall()
-            chunkless = "SELECT n.id FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)"
-            params: tuple = (blob, k)
+            scope_sql, params = "", (blob, k)
         else:
             rows = self.db.execute(
                 "SELECT v.rowid, c.node_id, vec_distance_cosine(v.embedding, ?) AS distance FROM vec_chunks v"
@@ -137,13 +136,14 @@ class Searcher:
                 " (SELECT value FROM json_each(?))) ORDER BY distance LIMIT ?",
                 (blob, json.dumps(scope), k),
             ).fetchall()
-            chunkless = ("SELECT n.id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(?))"
-                         " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)")
-            params = (blob, json.dumps(scope), k)
-        # Nodes without chunks (title-only notes) are found through their node-level vector.
+            scope_sql, params = " AND n.id IN (SELECT value FROM json_each(?))", (blob, json.dumps(scope), k)
+        # Nodes without chunks (title-only notes) are found through their node-level vector. The
+        # query starts from `nodes` so sqlite-vec is read by rowid, not scanned.
         rows += self.db.execute(
-            f"SELECT 0, v.rowid, vec_distance_cosine(v.embedding, ?) AS distance FROM vec_nodes v"
-            f" WHERE v.rowid IN ({chunkless}) ORDER BY distance LIMIT ?",
+            "SELECT 0, n.id, vec_distance_cosine(v.embedding, ?) AS distance FROM nodes n"
+            " CROSS JOIN vec_nodes v ON v.rowid = n.id"
+            f" WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id){scope_sql}"
+            " ORDER BY distance LIMIT ?",
             params,
         ).fetchall()
         rows.sort(key=lambda r: r[2])

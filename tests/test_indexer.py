@@ -124,7 +124,7 @@ def test_node_edited_mid_run_is_skipped_then_indexed_next_run(store, embedder, d
     real_embed = embedder.embed
     calls = {"n": 0}
 
-    def embed_and_edit(texts):
+    def embed_and_edit(texts, progress=None):
         calls["n"] += 1
         if calls["n"] == 1:  # another process saves an edit while the batch is being embedded
             with Store(db_path) as other:
@@ -155,7 +155,7 @@ def test_a_crash_while_embedding_loses_nothing(store, embedder, monkeypatch):
     indexer = Indexer(store, embedder)
     real_embed = embedder.embed
 
-    def boom(texts):
+    def boom(texts, progress=None):
         raise KeyboardInterrupt  # the user kills `cairn index`
 
     monkeypatch.setattr(embedder, "embed", boom)
@@ -249,7 +249,7 @@ def test_every_embedding_input_fits_the_model_window(store, embedder, monkeypatc
     seen: list[str] = []
     real_embed = embedder.embed
 
-    def spy(texts):
+    def spy(texts, progress=None):
         seen.extend(texts)
         return real_embed(texts)
 
