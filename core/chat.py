@@ -1,0 +1,339 @@
+"""A conversation: persisted messages, the request for each turn, streaming, and the tool loop.
+
+History is stored exactly as sent, minus each turn's volatile suffix (kept in `messages.sent` for
+the record), so the next turn's prefix is byte-identical to the last one's. Each request writes a
+`sent_log` row naming the nodes that left the machine and the provider they went to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterator
+
+from core import agents, clock
+from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
+from core.errors import InvalidInput, NotFound
+from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
+from core.store import Store
+from core.tools import ToolContext, ToolError, ToolRunner, result_text
+
+MAX_TOOL_CALLS = 25
+MAX_DELEGATION_DEPTH = 5
+MEMORY_MIN_CHARS = 80
+SUMMARY_THRESHOLD_TOKENS = 24_000  # estimated history size that triggers a rolling summary
+SUMMARY_KEEP_EXCHANGES = 4
+SUMMARY_PROMPT = (
+    "Summarise the conversation below for your own future reference. Use exactly these sections:\n"
+    "## Decisions\n## Open questions\n## Current task\n## Facts and sources (keep [NODE:id] references)\n"
+    "Be complete about decisions and open questions; be brief elsewhere."
+)
+_NODE_CITE = re.compile(r"\[NODE:(\d+)")
+
+
+@dataclass
+class Reply:
+    message_id: int | None = None
+    text: str = ""
+    status: str = "complete"  # complete | incomplete | error
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    citations: dict = field(default_factory=dict)
+    created_nodes: list[int] = field(default_factory=list)
+    tool_calls: int = 0
+    requests: int = 0
+
+
+def _text_block(text: str) -> dict:
+    return {"type": "text", "text": text}
+
+
+class Chat:
+    def __init__(self, store: Store, config, provider: Provider, *, chat_id: int | None = None,
+                 agent: str | None = None, searcher=None, confirm: Callable[[str, dict], bool] | None = None,
+                 depth: int = 0, inherited: list[dict] | None = None, parent_id: int | None = None,
+                 now: Callable[[], datetime] | None = None):
+        from core.search import Searcher
+
+        self.store = store
+        self.config = config
+        self.provider = provider
+        self.searcher = searcher or Searcher(store)
+        self.confirm = confirm
+        self.depth = depth
+        self.now = now
+        self._inherited = inherited or []
+        never = set(config.never_send) if provider.remote else set()
+        if chat_id is None:
+            self.agent = agents.get(agent or config.chat.agent)
+            self.engine = self._engine(never)
+            stamp = clock.now()
+            with store.db.transaction() as conn:
+                cur = conn.execute(
+                    "INSERT INTO chats(title, agent, provider, model, metadata, created_at, updated_at)"
+                    " VALUES ('', ?, ?, ?, '{}', ?, ?)",
+                    (self.agent.name, provider.name, provider.model, stamp, stamp))
+                self.id = cur.lastrowid
+            variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
+                         "agent": self.agent.name, "model": provider.model}
+            try:
+                self.snapshot = self.engine.snapshot(variables)
+            except InvalidInput:
+                with store.db.transaction() as conn:
+                    conn.execute("DELETE FROM chats WHERE id = ?", (self.id,))
+                raise
+            self.metadata = {"snapshot": json.loads(self.snapshot.as_json())}
+            if parent_id is not None:
+                self.metadata["parent_chat_id"] = parent_id
+            self._save_metadata()
+        else:
+            row = store.db.execute("SELECT * FROM chats WHERE id = ?", (int(chat_id),)).fetchone()
+            if row is None:
+                raise NotFound(f"There is no chat {chat_id}.")
+            self.id = row["id"]
+            self.agent = agents.get(row["agent"])
+            self.engine = self._engine(never)
+            self.metadata = json.loads(row["metadata"])
+            self.snapshot = Snapshot(**self.metadata["snapshot"])
+        self.chat_key = f"cairn-chat-{self.id}"
+        self.last_reply: Reply | None = None
+
+    def _engine(self, never: set[str]) -> ContextEngine:
+        return ContextEngine(self.store, self.searcher, self.agent,
+                             background_enabled=self.config.chat.background_context, never_send=never)
+
+    def _save_metadata(self) -> None:
+        with self.store.db.transaction() as conn:
+            conn.execute("UPDATE chats SET metadata = ?, updated_at = ? WHERE id = ?",
+                         (json.dumps(self.metadata, ensure_ascii=False), clock.now(), self.id))
+
+    # -- focus ---------------------------------------------------------------------------------------
+    def set_focus(self, focus: Focus) -> str:
+        return self.engine.set_focus(focus)
+
+    # -- history -------------------------------------------------------------------------------------
+    def _rows(self):
+        return self.store.db.execute(
+            "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (self.id,)).fetchall()
+
+    def history(self) -> list[dict]:
+        """Earlier turns exactly as sent (no suffixes), after the rolling summary if there is one."""
+        upto = self.metadata.get("summary_upto", 0)
+        out = list(self._inherited)
+        if self.metadata.get("summary"):
+            out += [{"role": "user", "content": [_text_block("[Summary of the earlier conversation]\n"
+                                                             + self.metadata["summary"])]},
+                    {"role": "assistant", "content": [_text_block("Understood; continuing from that summary.")]}]
+        for row in self._rows():
+            if row["id"] > upto:
+                out.append({"role": row["role"], "content": json.loads(row["content"])})
+        return out
+
+    def request(self, message: str, *, focus: Focus | None = None) -> ContextRequest:
+        """The request the next turn would send (no side effects beyond rendering)."""
+        if focus is not None:
+            self.engine.set_focus(focus)
+        suffix = self.engine.suffix(message, now=self.now() if self.now else None)
+        return ContextRequest(self.snapshot, self.history(), message, suffix, self.provider.model)
+
+    # -- a turn --------------------------------------------------------------------------------------
+    def send(self, message: str, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        """Stream one turn: text deltas, tool calls and results, usage, stop or error. The reply is
+        persisted as it ends (also when cancelled or cut: kept, marked incomplete)."""
+        if not message.strip():
+            raise InvalidInput("The message is empty.")
+        self._maybe_summarise()
+        request = self.request(message)
+        reply = Reply()
+        self.last_reply = reply
+        ctx = ToolContext(self.store, self.searcher, never_send=set(self.engine.never_send),
+                          confirm=self.confirm, delegate=self._delegate)
+        runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
+        user_id = self._insert("user", [_text_block(message)],
+                               sent={"suffix": request.suffix.text,
+                                     "passages": {str(p.n): p.node_id for p in request.suffix.passages}})
+        if not self.metadata.get("title"):
+            self.metadata["title"] = message.strip().splitlines()[0][:80]
+            with self.store.db.transaction() as conn:
+                conn.execute("UPDATE chats SET title = ? WHERE id = ?", (self.metadata["title"], self.id))
+        loop: list[dict] = []
+        text_parts: list[str] = []
+        while True:
+            turn = Turn(request, loop, self.chat_key)
+            reply.requests += 1
+            self._log_sent(user_id, request.node_ids + sorted(ctx.touched))
+            step_text, calls, stop, error = "", [], "", None
+            for event in self.provider.stream(turn, cancel):
+                if event.type == "text":
+                    step_text += event.text
+                elif event.type == "tool_call":
+                    calls.append(event.tool_call)
+                elif event.type == "usage":
+                    reply.usage = reply.usage + event.usage
+                elif event.type == "stop":
+                    stop = event.stop_reason
+                elif event.type == "error":
+                    error = event.error
+                yield event
+            text_parts.append(step_text)
+            if error is not None or stop == "cancelled" or not calls:
+                reply.status = "complete" if (error is None and stop != "cancelled") else "incomplete"
+                if error is not None:
+                    reply.error = str(error)
+                break
+            blocks = ([_text_block(step_text)] if step_text else []) + [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.arguments is not None else {}}
+                for c in calls]
+            results = []
+            for call in calls:
+                reply.tool_calls += 1
+                if reply.tool_calls > MAX_TOOL_CALLS:
+                    content, is_error = (f"Tool call limit reached ({MAX_TOOL_CALLS} per turn); answer with what "
+                                         "you have."), True
+                elif call.arguments is None:
+                    content, is_error = f"Invalid tool input: {call.error}. Send a JSON object.", True
+                else:
+                    try:
+                        content, is_error = result_text(runner.run(call.name, call.arguments)), False
+                    except ToolError as exc:
+                        content, is_error = str(exc), True
+                result = {"type": "tool_result", "tool_use_id": call.id, "content": content}
+                if is_error:
+                    result["is_error"] = True
+                results.append(result)
+                yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
+            loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+            self._insert("assistant", blocks)
+            self._insert("user", results)
+        reply.text = "".join(text_parts)
+        reply.created_nodes = list(ctx.created)
+        passages = {str(p.n): p.node_id for p in request.suffix.passages}
+        cited = sorted({int(m) for m in _NODE_CITE.findall(reply.text)})
+        reply.citations = {"passages": passages, "nodes": cited}
+        final = step_text
+        reply.message_id = self._insert("assistant", [_text_block(final)] if final else [_text_block("")],
+                                        usage=reply.usage.as_dict(), citations=reply.citations, status=reply.status)
+        self._remember(message, reply)
+
+    def _insert(self, role: str, content: list[dict], *, sent: dict | None = None, usage: dict | None = None,
+                citations: dict | None = None, status: str = "complete") -> int:
+        with self.store.db.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO messages(chat_id, role, content, sent, usage, citations, status, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.id, role, json.dumps(content, ensure_ascii=False),
+                 json.dumps(sent, ensure_ascii=False) if sent is not None else None,
+                 json.dumps(usage) if usage is not None else None,
+                 json.dumps(citations) if citations is not None else None, status, clock.now()))
+            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (clock.now(), self.id))
+            return cur.lastrowid
+
+    def _log_sent(self, message_id: int, node_ids: list[int]) -> None:
+        with self.store.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.id, message_id, self.provider.name, self.provider.model,
+                 json.dumps(list(dict.fromkeys(node_ids))), clock.now()))
+
+    # -- memory --------------------------------------------------------------------------------------
+    def _remember(self, message: str, reply: Reply) -> None:
+        """allow_write agents keep run input (80+ characters) and output as type='memory' nodes."""
+        if not self.agent.allow_write or reply.status != "complete":
+            return
+        provenance = {"chat_id": self.id, "message_id": reply.message_id, "agent": self.agent.name}
+        if len(message.strip()) >= MEMORY_MIN_CHARS:
+            self.store.add_node(f"Asked: {message.strip()[:60]}", message, type="memory",
+                                metadata={"provenance": {**provenance, "part": "input"}})
+        if reply.text.strip():
+            self.store.add_node(f"Answered: {message.strip()[:60]}", reply.text, type="memory",
+                                metadata={"provenance": {**provenance, "part": "output"}})
+
+    # -- delegation ----------------------------------------------------------------------------------
+    def _delegate(self, agent_name: str, task: str) -> str:
+        target = agents.get(agent_name)
+        if target.name == self.agent.name:
+            raise ToolError(f"An agent cannot delegate to itself ({agent_name}).")
+        if self.depth + 1 > MAX_DELEGATION_DEPTH:
+            raise ToolError(f"Delegation depth limit reached ({MAX_DELEGATION_DEPTH}); do the task yourself.")
+        # The delegate sees the conversation (text only), not the caller's instructions or tools.
+        seen = []
+        for m in self.history():
+            texts = [b for b in m["content"] if b.get("type") == "text" and b.get("text")]
+            if texts:
+                seen.append({"role": m["role"], "content": texts})
+        while seen and seen[-1]["role"] == "user":
+            seen.pop()  # the delegated task is the next user message
+        sub = Chat(self.store, self.config, self.provider, agent=target.name, searcher=self.searcher,
+                   confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now)
+        for _ in sub.send(task):
+            pass
+        result = sub.last_reply
+        if result.error:
+            raise ToolError(f"The {target.name} agent failed: {result.error}")
+        return result.text
+
+    # -- rolling summary -----------------------------------------------------------------------------
+    def _maybe_summarise(self) -> None:
+        history_rows = [r for r in self._rows() if r["id"] > self.metadata.get("summary_upto", 0)]
+        size = sum(estimate_tokens(r["content"]) for r in history_rows)
+        if size < SUMMARY_THRESHOLD_TOKENS or self.provider.name == "offline":
+            return
+        # Cut before the 4th-last user message that carries text (keeps tool pairs together).
+        starts = [i for i, r in enumerate(history_rows)
+                  if r["role"] == "user" and any(b.get("type") == "text" for b in json.loads(r["content"]))]
+        if len(starts) <= SUMMARY_KEEP_EXCHANGES:
+            return
+        cut = starts[-SUMMARY_KEEP_EXCHANGES]
+        old = history_rows[:cut]
+        transcript = []
+        if self.metadata.get("summary"):
+            transcript.append("Earlier summary:\n" + self.metadata["summary"])
+        for r in old:
+            for b in json.loads(r["content"]):
+                if b.get("type") == "text" and b.get("text"):
+                    transcript.append(f"{r['role']}: {b['text']}")
+                elif b.get("type") == "tool_use":
+                    transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
+        snap = Snapshot([], SUMMARY_PROMPT, "", "", [])
+        req = ContextRequest(snap, [], "\n\n".join(transcript), Suffix("", "", ""), self.provider.model)
+        text = ""
+        try:
+            for event in self.provider.stream(Turn(req, [], self.chat_key + "-summary", 2048)):
+                if event.type == "text":
+                    text += event.text
+                elif event.type == "error":
+                    raise event.error
+        except ProviderError as exc:
+            self.metadata["summary_error"] = str(exc)  # continue unsummarised; shown by `cairn chats`
+            self._save_metadata()
+            return
+        if text.strip():
+            self.metadata["summary"] = text.strip()
+            self.metadata["summary_upto"] = old[-1]["id"]
+            self.metadata.pop("summary_error", None)
+            self._save_metadata()
+
+
+def list_chats(store: Store, limit: int = 50) -> list[dict]:
+    rows = store.db.execute(
+        "SELECT c.id, c.title, c.agent, c.provider, c.model, c.created_at, c.updated_at,"
+        " json_extract(c.metadata, '$.parent_chat_id') AS parent,"
+        " (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id AND m.role = 'assistant'"
+        "   AND m.usage IS NOT NULL) AS replies,"
+        " (SELECT json_group_array(m.usage) FROM messages m WHERE m.chat_id = c.id AND m.usage IS NOT NULL) AS usages"
+        " FROM chats c ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
+    out = []
+    for r in rows:
+        if r["parent"] is not None:
+            continue
+        total = Usage()
+        for u in json.loads(r["usages"] or "[]"):
+            u = json.loads(u) if isinstance(u, str) else u
+            total = total + Usage(**u)
+        out.append({"id": r["id"], "title": r["title"], "agent": r["agent"], "provider": r["provider"],
+                    "model": r["model"], "replies": r["replies"], "usage": total.as_dict(),
+                    "created_at": r["created_at"], "updated_at": r["updated_at"]})
+    return out

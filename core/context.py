@@ -1,0 +1,294 @@
+"""The context engine: graph + Focus tabs + message → a provider-neutral request.
+
+Block order is the contract (DESIGN.md, "The context engine"): a stable prefix (tools, system part,
+core notes, background hubs, history as sent) that providers cache, then a volatile suffix appended
+to the new user message (focused nodes, retrieved passages, the date/time) that is never stored in
+history. The system part is rendered once per conversation (a snapshot), so it is byte-identical on
+every turn; a Focus change re-renders only the focus block.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from core import tools as tools_module
+from core.agents import Agent, resolve_instructions
+from core.store import Store
+
+BASE_CONTEXT = """\
+You work inside Cairn, the user's personal knowledge graph.
+- Nodes are notes (ideas, papers, people, projects) with a title, description, source text, link and dimensions (tags).
+- Edges join two nodes and carry an explanation: a sentence saying why they connect.
+- Nodes appear as [NODE:id:"title"]. Retrieved passages appear numbered [1], [2], … in a block at the end of the user's message.
+- Cite what you use: [N] for a retrieved passage, [NODE:id] for a node. Never invent a citation; if the graph does not hold the answer, say so.
+- The block at the end of each user message (focused nodes, retrieved passages, date/time) is context added by Cairn, not typed by the user."""
+
+# Junk control for retrieved passages (calibrated in issue 6): a passage enters the prompt only if
+# its cosine similarity to the message is at least MIN_COSINE and at least RELATIVE_CUTOFF times the
+# best passage's. RRF scores are rank-only, so the cutoff uses cosine, an absolute measure.
+MIN_COSINE = 0.30
+RELATIVE_CUTOFF = 0.75
+MAX_PASSAGES = 6
+RETRIEVAL_CANDIDATES = 20
+PREVIEW_WORDS = 25
+HUBS = 10
+
+
+def estimate_tokens(text: str) -> int:
+    """An estimate (about 4 characters a token for English); providers' reported usage corrects it."""
+    return math.ceil(len(text.encode("utf-8")) / 4) if text else 0
+
+
+@dataclass
+class Block:
+    name: str
+    text: str
+    cached: bool
+
+    @property
+    def tokens_est(self) -> int:
+        return estimate_tokens(self.text)
+
+    def summary(self) -> dict:
+        return {"name": self.name, "cached": self.cached, "tokens_est": self.tokens_est}
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The Focus panel's open tabs: ids in tab order, and the active (primary) one."""
+
+    open: tuple[int, ...] = ()
+    primary: int | None = None
+
+    def __post_init__(self):
+        if self.primary is not None and self.primary not in self.open:
+            object.__setattr__(self, "open", (self.primary, *self.open))
+
+    @property
+    def ordered(self) -> tuple[int, ...]:
+        """Primary first, then the other tabs in order."""
+        if self.primary is None:
+            return self.open
+        return (self.primary, *[i for i in self.open if i != self.primary])
+
+
+@dataclass
+class Passage:
+    n: int
+    node_id: int
+    title: str
+    heading_path: list[str]
+    text: str
+    cosine: float
+
+
+@dataclass
+class Snapshot:
+    """What a conversation fixes at its start so its prefix never changes."""
+
+    tools: list[dict]
+    system: str
+    core_notes: str
+    background: str
+    node_ids: list[int]  # nodes whose content is in the system part (for sent_log)
+
+    def as_json(self) -> str:
+        return json.dumps(self.__dict__, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Snapshot":
+        return cls(**json.loads(text))
+
+
+@dataclass
+class Suffix:
+    focus: str
+    retrieved: str
+    datetime: str
+    passages: list[Passage] = field(default_factory=list)
+    node_ids: list[int] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(p for p in (self.focus, self.retrieved, self.datetime) if p)
+
+
+@dataclass
+class ContextRequest:
+    """Provider-neutral request: providers lay it out in this order and add cache markers."""
+
+    snapshot: Snapshot
+    history: list[dict]  # messages as sent: {"role", "content": [neutral blocks]}
+    user_text: str
+    suffix: Suffix
+    model: str
+
+    def blocks(self) -> list[Block]:
+        out = [Block("tools", json.dumps(self.snapshot.tools, ensure_ascii=False), True),
+               Block("system", self.snapshot.system, True)]
+        if self.snapshot.core_notes:
+            out.append(Block("core_notes", self.snapshot.core_notes, True))
+        if self.snapshot.background:
+            out.append(Block("background", self.snapshot.background, True))
+        if self.history:
+            out.append(Block("history", json.dumps(self.history, ensure_ascii=False), True))
+        out.append(Block("user", self.user_text, True))
+        for name in ("focus", "retrieved", "datetime"):
+            text = getattr(self.suffix, name)
+            if text:
+                out.append(Block(name, text, False))
+        return out
+
+    @property
+    def node_ids(self) -> list[int]:
+        seen: dict[int, None] = {}
+        for i in [*self.snapshot.node_ids, *self.suffix.node_ids]:
+            seen.setdefault(i, None)
+        return list(seen)
+
+
+def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+
+
+def node_ref(node: dict) -> str:
+    return f'[NODE:{node["id"]}:{json.dumps(node["title"], ensure_ascii=False)}]'
+
+
+class ContextEngine:
+    """Builds the prefix once per conversation and the suffix per message / Focus change."""
+
+    def __init__(self, store: Store, searcher, agent: Agent, *, background_enabled: bool = True,
+                 never_send: set[str] | None = None):
+        self.store = store
+        self.searcher = searcher
+        self.agent = agent
+        self.background_enabled = background_enabled
+        self.never_send = {d.lower() for d in (never_send or set())}
+        self._focus = Focus()
+        self._focus_text = ""
+        self._focus_ids: list[int] = []
+        self._node_lines: dict[tuple[int, str], str] = {}
+
+    # -- privacy -----------------------------------------------------------------------------------
+    def visible(self, node: dict) -> bool:
+        return not self.never_send or not ({d.lower() for d in node["dimensions"]} & self.never_send)
+
+    # -- prefix ------------------------------------------------------------------------------------
+    def snapshot(self, variables: dict[str, str]) -> Snapshot:
+        """Render the stable prefix for a new conversation."""
+        instructions = resolve_instructions(self.agent.instructions, variables)
+        system = f"{BASE_CONTEXT}\n\n## Your role: {self.agent.name}\n{instructions}"
+        ids: list[int] = []
+        core_nodes = [n for n in self._core_nodes() if self.visible(n)]
+        core_notes = ""
+        if core_nodes:
+            core_notes = "## Core notes (always on)\n" + "\n\n".join(
+                f"{node_ref(n)}\n{n['description'] or ''}\n{n['source'][:4000]}".strip() for n in core_nodes)
+            ids += [n["id"] for n in core_nodes]
+        background = ""
+        if self.agent.background and self.background_enabled:
+            hubs = [h for h in self.store.hubs(HUBS * 2) if self.visible(h)][:HUBS]
+            if hubs:
+                background = "## Background: the most-connected nodes\n" + "\n".join(
+                    f"{node_ref(h)} (edges: {h['edge_count']})" for h in hubs)
+                ids += [h["id"] for h in hubs]
+        return Snapshot(tools_module.schemas(self.agent.tools), system, core_notes, background, ids)
+
+    def _core_nodes(self) -> list[dict]:
+        rows = self.store.db.execute(
+            "SELECT id FROM nodes WHERE json_extract(metadata, '$.core') = 1 ORDER BY id LIMIT 20").fetchall()
+        return self.store.get_nodes([r[0] for r in rows])
+
+    # -- suffix ------------------------------------------------------------------------------------
+    @property
+    def focus(self) -> Focus:
+        return self._focus
+
+    def set_focus(self, focus: Focus) -> str:
+        """Change the open tabs; re-renders only the focus block (kept ready for the viewer)."""
+        self._focus = focus
+        self._focus_text, self._focus_ids = self._render_focus(focus)
+        return self._focus_text
+
+    def refresh_focus(self) -> str:
+        return self.set_focus(self._focus)
+
+    def _render_focus(self, focus: Focus) -> tuple[str, list[int]]:
+        if not focus.ordered:
+            return "", []
+        nodes = [n for n in self.store.get_nodes(focus.ordered) if self.visible(n)]
+        if not nodes:
+            return "", []
+        lines = ["[Focused nodes — open in the user's Focus panel]"]
+        for i, node in enumerate(nodes):
+            label = "Primary (active tab)" if i == 0 and node["id"] == focus.primary else "Also open"
+            key = (node["id"], node["updated_at"])
+            body = self._node_lines.get(key)
+            if body is None:
+                details = [f"status: {node['chunk_status']}"]
+                if node["dimensions"]:
+                    details.insert(0, "dimensions: " + ", ".join(node["dimensions"]))
+                if node["link"]:
+                    details.insert(0, f"link: {node['link']}")
+                preview = _preview(node["description"] or node["source"])
+                body = f"{node_ref(node)} — {'; '.join(details)}" + (f"\n  {preview}" if preview else "")
+                self._node_lines[key] = body
+            lines.append(f"{label}: {body}")
+        return "\n".join(lines), [n["id"] for n in nodes]
+
+    def retrieve(self, message: str) -> list[Passage]:
+        """Passages for this message: hybrid search, then the cosine floor and relative cutoff."""
+        if not self.agent.auto_read or not message.strip():
+            return []
+        hits = self.searcher.search(message, mode="hybrid", limit=RETRIEVAL_CANDIDATES)
+        scope = {d.lower() for d in self.agent.read_scope}
+        qvec = self.searcher.query_vector(message)
+        scored = []
+        for h in hits:
+            if h["chunk"] is None or not self.visible(h):
+                continue
+            if scope and not ({d.lower() for d in h["dimensions"]} & scope):
+                continue
+            cosine = h["match"]["vector"]
+            if cosine is None:
+                cosine = self._chunk_cosine(h, qvec)
+            scored.append((cosine, h))
+        if not scored:
+            return []
+        best = max(c for c, _ in scored)
+        kept = [(c, h) for c, h in scored if c >= MIN_COSINE and c >= RELATIVE_CUTOFF * best][:MAX_PASSAGES]
+        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"], round(c, 4))
+                for i, (c, h) in enumerate(kept)]
+
+    def _chunk_cosine(self, hit: dict, qvec) -> float:
+        import numpy as np
+
+        row = self.store.db.execute(
+            "SELECT v.embedding FROM chunks c JOIN vec_chunks v ON v.rowid = c.id WHERE c.node_id = ? AND c.chunk_idx = ?",
+            (hit["id"], hit["chunk"]["idx"]),
+        ).fetchone()
+        if row is None:
+            return 0.0
+        return float(np.frombuffer(row[0], dtype=np.float32) @ qvec)
+
+    def suffix(self, message: str, now: datetime | None = None, passages: list[Passage] | None = None) -> Suffix:
+        if passages is None:
+            passages = self.retrieve(message)
+        retrieved = ""
+        if passages:
+            parts = ["[Retrieved passages — cite as [N]]"]
+            for p in passages:
+                where = f" › {' › '.join(p.heading_path)}" if p.heading_path else ""
+                parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}")
+            retrieved = "\n\n".join(parts)
+        now = now or datetime.now(timezone.utc)
+        stamp = f"[Context — current date/time: {now.strftime('%Y-%m-%d %H:%M %Z (%A)')}]"
+        ids = list(dict.fromkeys([*self._focus_ids, *(p.node_id for p in passages)]))
+        return Suffix(self._focus_text, retrieved, stamp, passages, ids)

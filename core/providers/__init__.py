@@ -1,0 +1,47 @@
+"""LLM providers behind one streaming interface.
+
+Each provider turns a `ContextRequest` (plus the current turn's tool-loop messages) into its own
+request body, in the block order DESIGN.md fixes, with its own cache markers, and yields `StreamEvent`s:
+text deltas, complete tool calls, usage, a stop reason, or an error with a sentence a user understands.
+"""
+
+from __future__ import annotations
+
+from core.providers.base import Provider, ProviderError, StreamEvent, Usage  # noqa: F401
+
+
+def make_provider(config, name: str | None = None, model: str | None = None) -> Provider:
+    """The configured provider. Choosing one without its key is a clear error naming the variable."""
+    from core.config import KEY_ENV
+
+    name = name or config.chat.provider
+    model = model or config.model(name)
+    if name == "offline":
+        from core.providers.offline import OfflineProvider
+
+        return OfflineProvider()
+    if name not in KEY_ENV:
+        raise ProviderError(f"Unknown provider {name!r}; use offline, anthropic or openai.", kind="config")
+    key = config.api_key(name)
+    base_url = config.base_url(name)
+    if not key:
+        if name == "openai" and base_url and _is_loopback(base_url):
+            key = "local"  # Ollama, llama.cpp and LM Studio accept any key
+        else:
+            raise ProviderError(
+                f"The {name} provider needs an API key: set ${KEY_ENV[name]} (or keys.{name} in the config file).",
+                kind="missing_key")
+    if name == "anthropic":
+        from core.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(key, model, base_url=base_url, cache_ttl=config.chat.cache_ttl)
+    from core.providers.openai_provider import OpenAIProvider
+
+    return OpenAIProvider(key, model, base_url=base_url)
+
+
+def _is_loopback(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -1,0 +1,168 @@
+"""Anthropic Messages API: system blocks and explicit cache breakpoints (at most 4):
+
+1. the end of the system part (tools + system are cached together; optional 1-hour TTL, which the
+   API requires to come before shorter ones, and it does: it is the first breakpoint);
+2. the end of the new user text, before the volatile suffix, so the next turn reads the whole
+   earlier conversation from cache;
+3. inside a turn's tool loop, the newest tool result (a sliding breakpoint);
+4. the previous turn's user text, a fallback anchor within the 20-block lookback.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Iterator
+
+from core.providers.base import Provider, ProviderError, StreamEvent, ToolCall, Turn, Usage
+from core.providers.errors import translate
+
+MAX_RETRIES = 2
+MAX_BREAKPOINTS = 4
+# Prefixes shorter than this are silently not cached (Anthropic's prompt-caching docs).
+MIN_CACHEABLE_TOKENS = {"opus-4-5": 4096, "haiku-4-5": 4096, "haiku-3": 2048, "haiku": 2048}
+
+
+def min_cacheable(model: str) -> int:
+    for key, value in MIN_CACHEABLE_TOKENS.items():
+        if key in model:
+            return value
+    return 1024
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "5m"):
+        super().__init__(model)
+        self._api_key = api_key
+        self.base_url = base_url
+        self.cache_ttl = cache_ttl
+        self._client = None
+        from core.providers import _is_loopback
+
+        self.remote = not (base_url and _is_loopback(base_url))
+
+    @property
+    def client(self):
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES)
+        return self._client
+
+    # -- request body ------------------------------------------------------------------------------
+    def body(self, turn: Turn) -> dict:
+        req = turn.request
+        snap = req.snapshot
+        ephemeral = {"type": "ephemeral"}
+        system_cc = {"type": "ephemeral", "ttl": "1h"} if self.cache_ttl == "1h" else dict(ephemeral)
+        system = [{"type": "text", "text": t} for t in (snap.system, snap.core_notes, snap.background) if t]
+        system[-1]["cache_control"] = system_cc
+        breakpoints = 1
+
+        messages = copy.deepcopy(req.history)
+        user_content = [{"type": "text", "text": req.user_text, "cache_control": dict(ephemeral)}]
+        breakpoints += 1
+        if req.suffix.text:
+            user_content.append({"type": "text", "text": req.suffix.text})
+        loop = copy.deepcopy(turn.loop)
+        if loop:
+            last = loop[-1]["content"][-1]
+            last["cache_control"] = dict(ephemeral)
+            breakpoints += 1
+        if breakpoints < MAX_BREAKPOINTS:
+            anchor = _last_user_text(messages)
+            if anchor is not None:
+                anchor["cache_control"] = dict(ephemeral)
+        messages.append({"role": "user", "content": user_content})
+        messages.extend(loop)
+        body = {"model": self.model, "max_tokens": turn.max_tokens, "system": system, "messages": messages}
+        if snap.tools:
+            body["tools"] = snap.tools
+        return body
+
+    # -- streaming ---------------------------------------------------------------------------------
+    def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(turn)
+        try:
+            stream = self.client.messages.create(**body, stream=True)
+        except Exception as exc:  # every SDK / transport failure becomes one clear sentence
+            yield StreamEvent("error", error=self._error(exc))
+            return
+        usage = Usage()
+        blocks: dict[int, dict] = {}
+        stop_reason = ""
+        finished = False
+        try:
+            for event in stream:
+                if cancel is not None and cancel.is_set():
+                    stream.close()
+                    yield StreamEvent("usage", usage=usage)
+                    yield StreamEvent("stop", stop_reason="cancelled")
+                    return
+                kind = event.type
+                if kind == "message_start":
+                    u = event.message.usage
+                    usage.cache_write = u.cache_creation_input_tokens or 0
+                    usage.cache_read = u.cache_read_input_tokens or 0
+                    usage.input = (u.input_tokens or 0) + usage.cache_write + usage.cache_read
+                    usage.output = u.output_tokens or 0
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta":
+                        yield StreamEvent("text", text=delta.text)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        blocks[event.index]["json"] += delta.partial_json
+                elif kind == "content_block_stop" and event.index in blocks:
+                    yield StreamEvent("tool_call", tool_call=_tool_call(blocks.pop(event.index)))
+                elif kind == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+                    if event.usage is not None and event.usage.output_tokens is not None:
+                        usage.output = event.usage.output_tokens
+                elif kind == "message_stop":
+                    finished = True
+        except Exception as exc:
+            yield StreamEvent("usage", usage=usage)
+            yield StreamEvent("error", error=self._error(exc, mid_stream=True))
+            return
+        yield StreamEvent("usage", usage=usage)
+        if not finished:
+            yield StreamEvent("error", error=ProviderError(
+                "The connection to Anthropic was cut mid-reply; the partial reply is kept, marked incomplete.",
+                kind="cut"))
+            return
+        yield StreamEvent("stop", stop_reason=stop_reason or "end_turn")
+
+    def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
+        err = translate(exc, "anthropic", self.model, self.base_url, MAX_RETRIES, "ANTHROPIC_API_KEY")
+        if mid_stream and err.kind in ("error", "connection"):
+            return ProviderError("The connection to Anthropic was cut mid-reply; the partial reply is kept, "
+                                 f"marked incomplete ({type(exc).__name__}).", kind="cut")
+        return err
+
+
+def _tool_call(block: dict) -> ToolCall:
+    raw = block["json"] or "{}"
+    try:
+        args = json.loads(raw)
+        if not isinstance(args, dict):
+            raise ValueError("not an object")
+        return ToolCall(block["id"], block["name"], args, raw)
+    except ValueError as exc:
+        return ToolCall(block["id"], block["name"], None, raw, f"arguments are not a JSON object: {exc}")
+
+
+def _last_user_text(messages: list[dict]) -> dict | None:
+    for message in reversed(messages):
+        if message["role"] != "user":
+            continue
+        for block in reversed(message["content"]):
+            if block.get("type") == "text":
+                return block
+    return None

@@ -1,0 +1,85 @@
+"""The one event type every provider streams, normalised usage, and provider errors."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from core.errors import CairnError
+
+
+class ProviderError(CairnError):
+    """A provider failed; `kind` says how (auth, rate_limit, server, connection, cut, ...)."""
+
+    def __init__(self, message: str, kind: str = "error", retryable: bool = False):
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+
+
+@dataclass
+class Usage:
+    """Tokens of one request. `input` counts every prompt token, cached or not (Anthropic reports
+    the three parts separately; OpenAI's cached_tokens is a part of prompt_tokens)."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.input + other.input, self.output + other.output,
+                     self.cache_write + other.cache_write, self.cache_read + other.cache_read)
+
+    def as_dict(self) -> dict:
+        return {"input": self.input, "output": self.output, "cache_write": self.cache_write,
+                "cache_read": self.cache_read}
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict | None  # None when the model sent arguments that are not valid JSON
+    raw_arguments: str = ""
+    error: str | None = None
+
+
+@dataclass
+class StreamEvent:
+    """type: "text" (text), "tool_call" (tool_call), "usage" (usage), "stop" (stop_reason),
+    "error" (error: a ProviderError; the reply so far is kept)."""
+
+    type: str
+    text: str = ""
+    tool_call: ToolCall | None = None
+    usage: Usage | None = None
+    stop_reason: str = ""
+    error: ProviderError | None = None
+
+
+@dataclass
+class Turn:
+    """What a provider needs for one request: the neutral request and this turn's tool-loop messages."""
+
+    request: Any  # core.context.ContextRequest
+    loop: list[dict] = field(default_factory=list)  # assistant tool_use / user tool_result messages
+    chat_key: str = ""
+    max_tokens: int = 4096
+
+
+class Provider:
+    name = "provider"
+    remote = True
+    supports_tools = True
+
+    def __init__(self, model: str = ""):
+        self.model = model
+
+    def body(self, turn: Turn) -> dict:
+        """The exact request body this provider would send (for `cairn context` and the viewer)."""
+        raise NotImplementedError
+
+    def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        raise NotImplementedError

@@ -1,0 +1,166 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server (Ollama, llama.cpp, LM Studio).
+
+Same block order as everywhere: tools, one system message (system part, core notes, background),
+history, then the user message with the volatile suffix at its end. Caching is implicit on an exact
+prefix (from 1,024 tokens); a stable `prompt_cache_key` per conversation routes turns to the same
+cache. A local model that refuses tools is asked again without them (retrieval-only answers).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Iterator
+
+from core.providers.base import Provider, ProviderError, StreamEvent, ToolCall, Turn, Usage
+from core.providers.errors import translate
+
+MAX_RETRIES = 2
+
+
+def to_openai_messages(messages: list[dict]) -> list[dict]:
+    """Neutral (Anthropic-shaped) messages → Chat Completions messages."""
+    out: list[dict] = []
+    for message in messages:
+        blocks = message["content"]
+        if message["role"] == "assistant":
+            text = "".join(b["text"] for b in blocks if b["type"] == "text")
+            calls = [{"id": b["id"], "type": "function",
+                      "function": {"name": b["name"], "arguments": json.dumps(b["input"], ensure_ascii=False)}}
+                     for b in blocks if b["type"] == "tool_use"]
+            entry: dict = {"role": "assistant", "content": text or None}
+            if calls:
+                entry["tool_calls"] = calls
+            out.append(entry)
+            continue
+        texts = [b["text"] for b in blocks if b["type"] == "text"]
+        for b in blocks:
+            if b["type"] == "tool_result":
+                out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": b["content"]})
+        if texts:
+            out.append({"role": "user", "content": "\n\n".join(texts)})
+    return out
+
+
+class OpenAIProvider(Provider):
+    name = "openai"
+
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None):
+        super().__init__(model)
+        self._api_key = api_key
+        self.base_url = base_url
+        self._client = None
+        from core.providers import _is_loopback
+
+        self.remote = not (base_url and _is_loopback(base_url))
+
+    @property
+    def client(self):
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES)
+        return self._client
+
+    def body(self, turn: Turn) -> dict:
+        req = turn.request
+        snap = req.snapshot
+        system = "\n\n".join(t for t in (snap.system, snap.core_notes, snap.background) if t)
+        user = req.user_text + (f"\n\n{req.suffix.text}" if req.suffix.text else "")
+        messages = [{"role": "system", "content": system}, *to_openai_messages(req.history),
+                    {"role": "user", "content": user}, *to_openai_messages(turn.loop)]
+        body = {"model": self.model, "messages": messages, "max_completion_tokens": turn.max_tokens,
+                "stream_options": {"include_usage": True}}
+        if snap.tools and self.supports_tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": t["name"], "description": t["description"], "parameters": t["input_schema"]}}
+                for t in snap.tools]
+        if turn.chat_key:
+            body["prompt_cache_key"] = turn.chat_key
+        return body
+
+    def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(turn)
+        try:
+            stream = self._create(body)
+        except Exception as exc:
+            err = self._error(exc)
+            if err.kind == "bad_request" and "tool" in str(err).lower() and "tools" in body:
+                # A local model without tool calling: answer from retrieval alone.
+                self.supports_tools = False
+                body.pop("tools")
+                try:
+                    stream = self._create(body)
+                except Exception as exc2:
+                    yield StreamEvent("error", error=self._error(exc2))
+                    return
+            else:
+                yield StreamEvent("error", error=err)
+                return
+        usage = Usage()
+        calls: dict[int, dict] = {}
+        finish = ""
+        try:
+            for chunk in stream:
+                if cancel is not None and cancel.is_set():
+                    stream.close()
+                    yield StreamEvent("usage", usage=usage)
+                    yield StreamEvent("stop", stop_reason="cancelled")
+                    return
+                if chunk.usage is not None:
+                    usage.input = chunk.usage.prompt_tokens or 0
+                    usage.output = chunk.usage.completion_tokens or 0
+                    details = getattr(chunk.usage, "prompt_tokens_details", None)
+                    usage.cache_read = (getattr(details, "cached_tokens", 0) or 0) if details else 0
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    yield StreamEvent("text", text=delta.content)
+                for tc in (delta.tool_calls or []) if delta is not None else []:
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "json": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function is not None:
+                        slot["name"] += tc.function.name or ""
+                        slot["json"] += tc.function.arguments or ""
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        except Exception as exc:
+            yield StreamEvent("usage", usage=usage)
+            yield StreamEvent("error", error=self._error(exc, mid_stream=True))
+            return
+        for index in sorted(calls):
+            slot = calls[index]
+            raw = slot["json"] or "{}"
+            try:
+                args = json.loads(raw)
+                if not isinstance(args, dict):
+                    raise ValueError("not an object")
+                yield StreamEvent("tool_call", tool_call=ToolCall(slot["id"], slot["name"], args, raw))
+            except ValueError as exc:
+                yield StreamEvent("tool_call", tool_call=ToolCall(
+                    slot["id"], slot["name"], None, raw, f"arguments are not a JSON object: {exc}"))
+        yield StreamEvent("usage", usage=usage)
+        if not finish:
+            yield StreamEvent("error", error=ProviderError(
+                "The connection was cut mid-reply; the partial reply is kept, marked incomplete.", kind="cut"))
+            return
+        yield StreamEvent("stop", stop_reason={"stop": "end_turn", "tool_calls": "tool_use",
+                                               "length": "max_tokens"}.get(finish, finish))
+
+    def _create(self, body: dict):
+        body = dict(body)
+        extra = {}
+        if "prompt_cache_key" in body:
+            extra["prompt_cache_key"] = body.pop("prompt_cache_key")
+        return self.client.chat.completions.create(**body, stream=True, extra_body=extra or None)
+
+    def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
+        err = translate(exc, "openai", self.model, self.base_url, MAX_RETRIES,
+                        None if (self.base_url and not self.remote) else "OPENAI_API_KEY")
+        if mid_stream and err.kind in ("error", "connection"):
+            return ProviderError("The connection was cut mid-reply; the partial reply is kept, marked incomplete "
+                                 f"({type(exc).__name__}).", kind="cut")
+        return err

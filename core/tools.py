@@ -1,0 +1,231 @@
+"""The tools the model can call (and the MCP server and CLI share): schemas plus implementations.
+
+Schemas are provider-neutral `{name, description, input_schema}`; providers translate them. Every
+tool returns JSON-able data or raises ToolError, whose message goes back to the model as the result.
+Writes other than createNode need the user's confirmation (a callback the chat gives).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from core.errors import CairnError
+from core.store import Store
+
+MAX_LIMIT = 50
+MAX_SOURCE_CHARS = 20_000  # per node returned to the model
+MAX_SQL_ROWS = 200
+
+
+class ToolError(CairnError):
+    """A tool failed; the message is returned to the model as the tool result."""
+
+
+def _obj(properties: dict, required: list[str] | None = None) -> dict:
+    return {"type": "object", "properties": properties, "required": required or [], "additionalProperties": False}
+
+
+_INT_LIST = {"type": "array", "items": {"type": "integer"}}
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+SCHEMAS: dict[str, dict] = {
+    "queryNodes": {
+        "description": "List nodes, newest or most connected first, optionally by dimension or a title/text filter.",
+        "input_schema": _obj({
+            "filter": {"type": "string", "description": "keywords to match in titles and text"},
+            "dimension": {"type": "string"},
+            "sort": {"type": "string", "enum": ["updated", "edges"]},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+        }),
+    },
+    "getNodesById": {
+        "description": "Fetch whole nodes (title, description, source text, dimensions, link) by id.",
+        "input_schema": _obj({"ids": _INT_LIST}, ["ids"]),
+    },
+    "searchContent": {
+        "description": "Hybrid keyword + meaning search over note text; returns passages with node ids. "
+                       "Give node_id to search inside one node.",
+        "input_schema": _obj({
+            "query": {"type": "string"},
+            "node_id": {"type": "integer"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+        }, ["query"]),
+    },
+    "queryEdges": {
+        "description": "The edges of a node (in, out or both) with their explanations.",
+        "input_schema": _obj({"node_id": {"type": "integer"},
+                              "direction": {"type": "string", "enum": ["in", "out", "both"]}}, ["node_id"]),
+    },
+    "createNode": {
+        "description": "Create a node (a note). Shown to the user as an action they can undo.",
+        "input_schema": _obj({
+            "title": {"type": "string"}, "source": {"type": "string"}, "description": {"type": "string"},
+            "link": {"type": "string"}, "dimensions": _STR_LIST, "event_date": {"type": "string"},
+        }, ["title"]),
+    },
+    "updateNode": {
+        "description": "Change a node's fields. Needs the user's confirmation.",
+        "input_schema": _obj({
+            "id": {"type": "integer"}, "title": {"type": "string"}, "source": {"type": "string"},
+            "description": {"type": "string"}, "link": {"type": "string"}, "dimensions": _STR_LIST,
+            "event_date": {"type": "string"},
+        }, ["id"]),
+    },
+    "createEdge": {
+        "description": "Join two nodes with an explained edge (a sentence saying why). Needs the user's confirmation.",
+        "input_schema": _obj({"from_id": {"type": "integer"}, "to_id": {"type": "integer"},
+                              "explanation": {"type": "string"}}, ["from_id", "to_id", "explanation"]),
+    },
+    "updateEdge": {
+        "description": "Change an edge's explanation. Needs the user's confirmation.",
+        "input_schema": _obj({"id": {"type": "integer"}, "explanation": {"type": "string"}}, ["id", "explanation"]),
+    },
+    "sqliteQuery": {
+        "description": "Run one read-only SQL SELECT on the database (tables: nodes, edges, chunks). "
+                       f"At most {MAX_SQL_ROWS} rows.",
+        "input_schema": _obj({"sql": {"type": "string"}}, ["sql"]),
+    },
+    "delegate": {
+        "description": "Hand a self-contained task to another agent (worker or planner) and get its answer.",
+        "input_schema": _obj({"agent": {"type": "string"}, "task": {"type": "string"}}, ["agent", "task"]),
+    },
+}
+
+
+def schemas(names: tuple[str, ...]) -> list[dict]:
+    """Tool schemas in a fixed order (the order is part of the cached prefix)."""
+    return [{"name": n, **SCHEMAS[n]} for n in names]
+
+
+def _compact(node: dict) -> dict:
+    return {k: node[k] for k in ("id", "title", "description", "dimensions", "link", "event_date", "updated_at")}
+
+
+@dataclass
+class ToolContext:
+    store: Store
+    searcher: Any
+    never_send: set[str] = field(default_factory=set)  # dimensions hidden from a remote model
+    confirm: Callable[[str, dict], bool] | None = None  # asks the user; None: refuse
+    delegate: Callable[[str, str], str] | None = None
+    created: list[int] = field(default_factory=list)  # node ids created this turn (undoable)
+    touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
+
+
+class ToolRunner:
+    def __init__(self, ctx: ToolContext, allowed: tuple[str, ...]):
+        self.ctx = ctx
+        self.allowed = allowed
+
+    def run(self, name: str, args: Any) -> Any:
+        if name not in self.allowed:
+            raise ToolError(f"The tool {name!r} is not available to this agent.")
+        if not isinstance(args, dict):
+            raise ToolError("Tool input must be a JSON object.")
+        method = getattr(self, "_" + name, None)
+        if method is None:
+            raise ToolError(f"Unknown tool {name!r}.")
+        try:
+            return method(**args)
+        except TypeError as exc:
+            raise ToolError(f"Bad arguments for {name}: {exc}.") from None
+        except ToolError:
+            raise
+        except CairnError as exc:
+            raise ToolError(str(exc)) from None
+
+    # -- privacy ---------------------------------------------------------------------------------
+    def _visible(self, node: dict) -> bool:
+        hidden = self.ctx.never_send
+        return not hidden or not ({d.lower() for d in node.get("dimensions", [])} & hidden)
+
+    def _sent(self, nodes: list[dict]) -> list[dict]:
+        out = [n for n in nodes if self._visible(n)]
+        self.ctx.touched.update(n["id"] for n in out)
+        return out
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _queryNodes(self, filter: str = "", dimension: str | None = None, sort: str = "updated", limit: int = 20):
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        if filter.strip():
+            nodes = self.ctx.searcher.search(filter, mode="fts", limit=limit, dimension=dimension)
+        elif sort == "edges":
+            nodes = self.ctx.store.hubs(limit)
+        else:
+            nodes = self.ctx.store.recent(limit, dimension=dimension)
+        return [_compact(n) | ({"edge_count": n["edge_count"]} if "edge_count" in n else {}) for n in self._sent(nodes)]
+
+    def _getNodesById(self, ids: list[int]):
+        if not isinstance(ids, list) or not ids:
+            raise ToolError("ids must be a non-empty list of node ids.")
+        nodes = self._sent(self.ctx.store.get_nodes(ids[:MAX_LIMIT]))
+        out = []
+        for n in nodes:
+            n = dict(n)
+            if len(n["source"]) > MAX_SOURCE_CHARS:
+                n["source"] = n["source"][:MAX_SOURCE_CHARS] + f"\n[… truncated; {len(n['source']):,} characters in all]"
+            out.append(n)
+        missing = sorted(set(ids[:MAX_LIMIT]) - {n["id"] for n in out})
+        return {"nodes": out, "not_found_or_private": missing} if missing else {"nodes": out}
+
+    def _searchContent(self, query: str, node_id: int | None = None, limit: int = 8):
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        hits = self.ctx.searcher.search(query, mode="hybrid", limit=limit, node_id=node_id)
+        return [{"node_id": h["id"], "title": h["title"], "score": h["score"],
+                 "heading_path": h["chunk"]["heading_path"] if h["chunk"] else [],
+                 "text": h["chunk"]["text"] if h["chunk"] else h["description"]} for h in self._sent(hits)]
+
+    def _queryEdges(self, node_id: int, direction: str = "both"):
+        node = self.ctx.store.get_node(node_id)
+        if not self._visible(node):
+            raise ToolError(f"There is no node {node_id}.")
+        edges = self.ctx.store.edges(node_id, direction)
+        hidden = {n["id"] for n in self.ctx.store.get_nodes(
+            {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self._visible(n)}
+        return [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
+
+    def _sqliteQuery(self, sql: str):
+        from core.readonly_sql import run_readonly
+
+        if self.ctx.never_send:
+            raise ToolError("sqliteQuery is off while privacy.never_send hides dimensions from this provider "
+                            "(raw SQL could read hidden nodes); use queryNodes or searchContent.")
+        return run_readonly(self.ctx.store.path, sql, MAX_SQL_ROWS)
+
+    # -- writes ----------------------------------------------------------------------------------
+    def _createNode(self, title: str, source: str = "", description: str = "", link: str | None = None,
+                    dimensions: list[str] | None = None, event_date: str | None = None):
+        node = self.ctx.store.add_node(title, source, description=description, link=link, dimensions=dimensions,
+                                       event_date=event_date, metadata={"created_via": "model"})
+        self.ctx.created.append(node["id"])
+        return {"created": _compact(node)}
+
+    def _confirmed(self, action: str, detail: dict) -> None:
+        if self.ctx.confirm is None or not self.ctx.confirm(action, detail):
+            raise ToolError(f"The user did not confirm: {action}. Nothing was changed.")
+
+    def _updateNode(self, id: int, **changes):
+        node = self.ctx.store.get_node(id)
+        if not self._visible(node):
+            raise ToolError(f"There is no node {id}.")
+        self._confirmed(f"update node {id} ({node['title']!r})", changes)
+        return {"updated": _compact(self.ctx.store.update_node(id, **changes))}
+
+    def _createEdge(self, from_id: int, to_id: int, explanation: str):
+        self._confirmed(f"link {from_id} → {to_id}", {"explanation": explanation})
+        return {"created": self.ctx.store.add_edge(from_id, to_id, explanation, source="model")}
+
+    def _updateEdge(self, id: int, explanation: str):
+        self._confirmed(f"change edge {id}", {"explanation": explanation})
+        return {"updated": self.ctx.store.update_edge(id, explanation=explanation)}
+
+    def _delegate(self, agent: str, task: str):
+        if self.ctx.delegate is None:
+            raise ToolError("Delegation is not available here.")
+        return {"answer": self.ctx.delegate(agent, task)}
+
+
+def result_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
