@@ -456,6 +456,202 @@ def cmd_eval(args, out: Out) -> int:
     return 0
 
 
+def _focus_arg(args):
+    from core.context import Focus
+
+    ids: list[int] = []
+    for part in (args.focus or "").split(","):
+        part = part.strip()
+        if part:
+            if not part.isdigit():
+                raise InvalidInput(f"--focus takes node ids separated by commas, not {part!r}.")
+            ids.append(int(part))
+    return Focus(tuple(ids), args.primary if args.primary is not None else (ids[0] if ids else None))
+
+
+def _config(args):
+    from core import config as config_module
+
+    cfg = config_module.load()
+    for warning in cfg.warnings:
+        print(f"cairn: warning: {warning}", file=sys.stderr)
+    if getattr(args, "provider", None):
+        cfg.chat.provider = args.provider
+    if getattr(args, "model", None):
+        cfg.chat.model = args.model
+    if getattr(args, "agent", None):
+        cfg.chat.agent = args.agent
+    return cfg
+
+
+def cmd_context(args, out: Out) -> int:
+    """The exact request body the next message would send, and its blocks (no key needed)."""
+    from core.chat import Chat
+    from core.context import ContextEngine, ContextRequest
+    from core import agents
+    from core.providers.base import Turn
+    from core.search import Searcher
+
+    cfg = _config(args)
+    provider = _preview_provider(cfg)
+    with _store(args) as store:
+        for node_id in _focus_arg(args).ordered:
+            store.get_node(node_id)  # a clear error for an unknown id
+        if args.chat:
+            chat = Chat(store, cfg, provider, chat_id=args.chat)
+            request = chat.request(args.message, focus=_focus_arg(args))
+            key = chat.chat_key
+        else:
+            agent = agents.get(cfg.chat.agent)
+            never = set(cfg.never_send) if provider.remote else set()
+            engine = ContextEngine(store, Searcher(store), agent, background_enabled=cfg.chat.background_context,
+                                   never_send=never)
+            engine.set_focus(_focus_arg(args))
+            snapshot = engine.snapshot({"user_name": cfg.user_name or "the user", "chat_id": "new",
+                                        "agent": agent.name, "model": provider.model})
+            request = ContextRequest(snapshot, [], args.message, engine.suffix(args.message), provider.model)
+            key = "cairn-chat-new"
+        body = provider.body(Turn(request, [], key))
+        blocks = [b.summary() for b in request.blocks()]
+    result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
+              "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
+              "body": body}
+    if out.as_json:
+        out.json(result)
+    else:
+        for b in blocks:
+            out.text(f"{b['name']:>11} ", (("cached" if b["cached"] else "not cached").ljust(11), "green" if b["cached"] else "yellow"),
+                     (f"~{b['tokens_est']} tokens (estimate)", "dim"))
+        out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
+        out.text("")
+        out.text(request.suffix.text or "(empty suffix)")
+    return 0
+
+
+def _preview_provider(cfg):
+    """A provider object that can lay out a request body without an API key."""
+    name = cfg.chat.provider
+    model = cfg.model(name)
+    if name == "anthropic":
+        from core.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider("", model, base_url=cfg.base_url(name), cache_ttl=cfg.chat.cache_ttl)
+    if name == "openai":
+        from core.providers.openai_provider import OpenAIProvider
+
+        return OpenAIProvider("", model, base_url=cfg.base_url(name))
+    from core.providers.offline import OfflineProvider
+
+    return OfflineProvider()
+
+
+def cmd_ask(args, out: Out) -> int:
+    """Stream a reply; Ctrl-C stops it and keeps the partial reply (marked incomplete)."""
+    import queue
+    import threading
+
+    from core.chat import Chat
+    from core.providers import make_provider
+
+    cfg = _config(args)
+    provider = make_provider(cfg)
+    message = _text_arg(args.message)
+
+    def confirm(action: str, detail: dict) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        answer = input(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]} [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    with _store(args) as store:
+        chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm)
+        chat.set_focus(_focus_arg(args))
+        cancel = threading.Event()
+        events: queue.Queue = queue.Queue()
+        failure: list[BaseException] = []
+
+        def work():
+            from core.store import Store
+
+            # SQLite connections belong to one thread: the worker opens its own.
+            with Store(store.path) as own:
+                try:
+                    worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm)
+                    worker_chat.set_focus(_focus_arg(args))
+                    for event in worker_chat.send(message, cancel):
+                        events.put(event)
+                    events.put(worker_chat.last_reply)
+                except BaseException as exc:  # handed to the main thread, which reports it
+                    failure.append(exc)
+                    events.put(None)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        reply = None
+        streamed = []
+        while True:
+            try:
+                item = events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                cancel.set()
+                continue
+            if item is None:
+                break
+            if not hasattr(item, "type"):
+                reply = item
+                break
+            if item.type == "text":
+                streamed.append(item.text)
+                if not out.as_json:
+                    sys.stdout.write(item.text)
+                    sys.stdout.flush()
+            elif item.type == "tool_call" and not out.as_json:
+                print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+        thread.join(timeout=5)
+        if failure:
+            raise failure[0]
+        passages = reply.citations.get("passages", {}) if reply else {}
+        titles = {n["id"]: n["title"] for n in store.get_nodes(passages.values())} if passages else {}
+    if out.as_json:
+        out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
+                  "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
+                  "created_nodes": reply.created_nodes})
+    else:
+        print()
+        if reply.status != "complete":
+            out.text(f"[incomplete reply{': ' + reply.error if reply.error else ''}]", style="yellow")
+        if passages:
+            out.text("Sources:", style="bold")
+            for n, node_id in passages.items():
+                out.text(f"  [{n}] ", (f"[NODE:{node_id}] {titles.get(node_id, '(deleted)')}", "cyan"))
+        u = reply.usage
+        out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}",
+                 style="dim")
+    return 0 if reply.status == "complete" else 1
+
+
+def cmd_chats(args, out: Out) -> int:
+    from core.chat import list_chats
+
+    with _store(args, readonly=True) as store:
+        chats = list_chats(store, args.limit)
+    if out.as_json:
+        out.json(chats)
+    elif not chats:
+        out.text("No chats yet.", style="dim")
+    else:
+        for c in chats:
+            u = c["usage"]
+            out.text((f"[{c['id']}] ", "dim"), (c["title"] or "(untitled)", "bold"),
+                     (f"  {c['agent']} · {c['provider']}/{c['model']} · {c['replies']} replies · "
+                      f"in {u['input']} (cached {u['cache_read']}) out {u['output']} · {c['updated_at'][:16]}", "dim"))
+    return 0
+
+
 def cmd_app(args, out: Out) -> int:
     from tui.app import run_app
 
@@ -545,6 +741,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true")
     p = verb("backup", cmd_backup, "copy the database safely (while others write)", read=True)
     p.add_argument("path", nargs="?")
+
+    def chat_options(p):
+        p.add_argument("--focus", metavar="ID,ID", help="node ids open in the Focus panel")
+        p.add_argument("--primary", type=int, metavar="ID", help="the active tab (default: the first --focus id)")
+        p.add_argument("--agent", choices=["orchestrator", "easy", "worker", "planner"])
+        p.add_argument("--provider", choices=["offline", "anthropic", "openai"])
+        p.add_argument("--model")
+        p.add_argument("--chat", type=int, metavar="ID", help="continue this chat")
+
+    p = verb("context", cmd_context, "show the exact request the next message would send", read=True)
+    p.add_argument("message")
+    chat_options(p)
+    p = verb("ask", cmd_ask, "ask the chat a question (streams; Ctrl-C stops and keeps the partial reply)", read=True)
+    p.add_argument("message", help="the message, or - to read it from stdin")
+    chat_options(p)
+    p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")
+    p = verb("chats", cmd_chats, "list conversations", read=True)
+    p.add_argument("--limit", "-n", type=int, default=30)
 
     p = verb("eval", cmd_eval, "retrieval evaluation", read=True)
     p.add_argument("suite", choices=["beir"])
