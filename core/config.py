@@ -16,7 +16,7 @@ from core.paths import config_path
 
 PROVIDERS = ("offline", "anthropic", "openai")
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1-mini", "offline": "offline"}
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1-mini", "offline": "offline"}
 
 TEMPLATE = """\
 # Cairn settings. Environment variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL) beat this file.

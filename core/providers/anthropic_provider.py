@@ -141,7 +141,7 @@ class AnthropicProvider(Provider):
 
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
         err = translate(exc, "anthropic", self.model, self.base_url, MAX_RETRIES, "ANTHROPIC_API_KEY")
-        if mid_stream and err.kind in ("error", "connection"):
+        if mid_stream and err.kind in ("error", "connection", "timeout"):
             return ProviderError("The connection to Anthropic was cut mid-reply; the partial reply is kept, "
                                  f"marked incomplete ({type(exc).__name__}).", kind="cut")
         return err

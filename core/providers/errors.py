@@ -33,6 +33,9 @@ def translate(exc: Exception, provider: str, model: str, base_url: str | None, r
         return ProviderError(f"{label} rejected the request (400): {_message(exc)}", kind="bad_request")
     if status is not None:
         return ProviderError(f"{label} answered {status}: {_message(exc)}", kind="http")
+    if isinstance(exc, ValueError) and ("JSON" in name or "json" in str(exc).lower() or "parse" in str(exc).lower()):
+        return ProviderError(f"{label} sent a malformed event stream; the partial reply is kept, marked incomplete.",
+                             kind="malformed")
     if "Timeout" in name:
         return ProviderError(f"{label} did not answer in time ({where}).", kind="timeout", retryable=True)
     if "Connection" in name or "Connect" in name:

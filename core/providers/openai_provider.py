@@ -160,7 +160,7 @@ class OpenAIProvider(Provider):
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
         err = translate(exc, "openai", self.model, self.base_url, MAX_RETRIES,
                         None if (self.base_url and not self.remote) else "OPENAI_API_KEY")
-        if mid_stream and err.kind in ("error", "connection"):
+        if mid_stream and err.kind in ("error", "connection", "timeout"):
             return ProviderError("The connection was cut mid-reply; the partial reply is kept, marked incomplete "
                                  f"({type(exc).__name__}).", kind="cut")
         return err
