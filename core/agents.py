@@ -51,7 +51,7 @@ BUILT_IN = {
             "worker", "worker", "Executes one delegated task with search and read tools.",
             "You carry out one task handed to you by another agent. Use the tools to find what the task needs, "
             "then answer with the result only, citing the nodes you used.",
-            READ_TOOLS + ("createNode",), auto_read=True,
+            READ_TOOLS + ("createNode",), auto_read=True, allow_write=True,
         ),
         Agent(
             "planner", "planner", "Breaks a goal into steps and delegates them; never writes.",
