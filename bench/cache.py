@@ -1,0 +1,747 @@
+"""Prompt-cache benchmark: a scripted 20-turn chat against the fake Anthropic cache simulator.
+
+Run:  .venv/bin/python bench/cache.py
+Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, Layout: bench/).
+
+What runs
+---------
+* A temp CAIRN_HOME (and HOME) with a real `Store`: 60 nodes over 12 topics (multi-paragraph
+  markdown notes built from a per-topic sentence bank, deterministic seed), 120 explained edges
+  (one hub per topic plus preferentially attached cross-topic links, so a few nodes are clear
+  hubs), indexed with the real `Indexer` + `Embedder`, so retrieval returns real passages.
+* `tests/fakes.FakeAnthropic` (20-block lookback, 1,024-token minimum for claude-sonnet-4-6,
+  5-minute TTL) and the real `AnthropicProvider` and `Chat` (agent orchestrator, background hubs on,
+  auto-read retrieval on). 20 turns with scripted replies of 60-250 words, one initial Focus plus 5
+  Focus changes (up to 10 open tabs), tool calls on 3 turns (turn 5: a preamble text + searchContent;
+  turn 11: queryEdges then getNodesById, a two-step loop; turn 16: queryNodes), 24 requests in all.
+  The tools really run against the store; their results go into the next request.
+
+Costs (Sonnet prices, $3/M input, $15/M output; the ratios are what matter)
+    cost = (uncached_input x 1 + cache_write x 1.25 + cache_read x 0.1) x $3/M + output x $15/M,
+    with every number taken from the usage the fake reported for that request.
+
+prefix_reuse
+    For each request, the longest block-aligned prefix (canonical blocks and hashes of
+    tests/fakes/tokens.py) identical to a prefix of ANY earlier request sent within the 5-minute TTL,
+    counted as 0 when shorter than the model's minimum cacheable prefix: the most any breakpoint
+    layout could have read. prefix_reuse = sum(cache_read) / sum(that maximum). `losses` lists the
+    requests that read less, naming where the read stopped and where the reusable prefix ended.
+
+Comparison layouts: the SAME requests (same user texts, replies, tool calls and results, Focus and
+retrieved text per request) are re-laid out from the recorded Cairn bodies and sent with the raw
+anthropic SDK (non-streaming) to a fresh FakeAnthropic each, with the same scripted replies (so the
+same output tokens):
+* RA-H (docs/3_context-and-memory.md of RA-H OS: base context, instructions, tools, workflows and
+  background hubs cached with `cache_control`; focused nodes in the system prompt, not cached): every
+  `cache_control` is removed from the messages; the volatile suffix block is removed from the current
+  user message and its parts (focus, retrieved passages, date/time, as separate text blocks) are
+  appended to the system list AFTER the cached background block, without a breakpoint. So the
+  system part changes whenever focus or retrieval does, the tools + stable system blocks stay cached,
+  and history (including the tool loop) is never cached.
+* Ontheia (its "stable prefix / volatile suffix" doc: memory hits and date/time appended to the last
+  user message, not stored in history): the system breakpoint is kept; every other `cache_control`
+  is removed and one is put on the last block of the last message (step 0: the suffix; in a tool
+  loop: the newest tool result). History is stored without the suffix, as in Cairn, so the entry
+  written at the end of a turn (which includes that turn's suffix) is never matched again.
+* what_if.suffix_breakpoint (a candidate fix, not a comparison): Cairn's layout plus a breakpoint at
+  the end of the suffix; when that makes 5, the fallback anchor is dropped.
+
+Latency
+* suffix_rebuild_*: `engine.set_focus(Focus(10 tabs, primary))` cycling the primary among 10 open
+  tabs, one warm-up pass, then 300 samples.
+* suffix_full_*: `engine.suffix(message)`, i.e. retrieval (hybrid search, query embedding, cosine
+  cutoffs) + focus + date; 40 distinct messages (query embedding included), and the same messages
+  again (`suffix_full_cached_query_*`: the Searcher's query-vector cache hit).
+* first_token_ms: from the first `next()` on `Chat.send()` to the first text event, p50 over the
+  first 10 turns that start with text. It excludes nothing: history load, retrieval with the query
+  embedding, DB writes, body building, HTTP to the fake and SSE parsing (the fake answers at once).
+  first_token_request_ms isolates the provider part: from the start of `provider.stream` (body build
+  + HTTP + first SSE event) to its first event.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+for _var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+    os.environ.pop(_var, None)
+_TMP = Path(tempfile.mkdtemp(prefix="cairn-bench-cache-"))
+os.environ["CAIRN_HOME"] = str(_TMP / "cairn")
+os.environ["HOME"] = str(_TMP / "home")
+(_TMP / "home").mkdir()
+os.environ.pop("ANTHROPIC_API_KEY", None)
+
+import anthropic  # noqa: E402
+
+from core.chat import Chat  # noqa: E402
+from core.config import Config  # noqa: E402
+from core.context import Focus  # noqa: E402
+from core.embedder import Embedder  # noqa: E402
+from core.indexer import Indexer  # noqa: E402
+from core.providers.anthropic_provider import AnthropicProvider  # noqa: E402
+from core.search import Searcher  # noqa: E402
+from core.store import Store  # noqa: E402
+from fakes import FakeAnthropic, Text, min_cacheable_tokens, text, tool_call  # noqa: E402
+from fakes.tokens import anthropic_blocks, prefix_hashes, prefix_tokens  # noqa: E402
+
+MODEL = "claude-sonnet-4-6"
+SEED = 20260514
+PRICE_IN = 3.0 / 1e6
+PRICE_OUT = 15.0 / 1e6
+WRITE_X, READ_X = 1.25, 0.10
+TTL_S = 300.0
+REBUILD_SAMPLES = 300
+FULL_SUFFIX_MESSAGES = 40
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def pct(samples: list[float], q: float) -> float:
+    return round(float(np.percentile(np.asarray(samples) * 1000.0, q)), 3)
+
+
+# -- the graph ------------------------------------------------------------------------------------
+# topic: (dimensions, theme phrase, five titles, section headings, sentence bank)
+TOPICS: dict[str, tuple] = {
+    "rag": (
+        ["ai", "research"], "how context is retrieved, ranked and cited",
+        ["Retrieval-augmented generation: what actually matters", "Chunk size experiments on my notes",
+         "Hybrid search: BM25 next to embeddings", "Citations the model cannot fake", "Reranking and junk cutoffs"],
+        ["Why retrieval", "Chunking", "Ranking", "Failure modes", "Open questions"],
+        ["Retrieval-augmented generation grounds an answer in passages fetched at question time instead of trusting the model's memory.",
+         "Chunks of roughly two hundred word pieces kept a whole argument together without drowning the prompt in unrelated text.",
+         "Very small chunks retrieved well on keyword questions but lost the sentence that explained why a claim was true.",
+         "BM25 still wins on exact names, error messages and rare identifiers that an embedding smears into their neighbours.",
+         "Reciprocal rank fusion is easy to tune because it ignores raw scores, but that also means it cannot say when nothing is relevant.",
+         "A junk cutoff needs a calibrated score such as cosine similarity, not a fused rank, or weak passages leak into every answer.",
+         "Numbered passages with their node ids let me check every citation in one click, which is the whole point of the exercise.",
+         "The model invents citations when the prompt rewards confident answers, so the instructions must say plainly that not knowing is fine.",
+         "Reranking the top twenty candidates with a cross-encoder helped on long questions and did nothing for short keyword lookups.",
+         "Graph neighbours of the top hits are a cheap way to add context the query did not name but the user obviously meant.",
+         "Evaluation on SciFact showed hybrid retrieval beating either method alone by a few points of nDCG at ten.",
+         "Putting retrieved text at the end of the message keeps the cached prefix stable from one turn to the next."]),
+    "espresso": (
+        ["coffee", "home"], "dialling in a process by small controlled changes",
+        ["Dialling in light roasts", "Pre-infusion and channeling", "Water chemistry for espresso",
+         "Grinder alignment notes", "Milk texture for flat whites"],
+        ["Recipe", "What changed", "Taste notes", "Equipment"],
+        ["Light roasts wanted a finer grind, a higher brew ratio around one to two and a half, and a hotter boiler at ninety-four degrees.",
+         "A dose of eighteen grams in a precision basket gave the most repeatable shots once the puck prep was consistent.",
+         "Pre-infusion at low pressure for eight seconds reduced channeling more than any distribution tool did.",
+         "Channeling shows up as a fast blonde stream from one side and a sour, thin cup even when the total time looks right.",
+         "Soft water with about forty parts per million of hardness extracted sweetness without scaling the boiler.",
+         "Bottled water with too much bicarbonate flattened acidity and made every light roast taste like cardboard.",
+         "Realigning the grinder burrs with a marker test cut the number of fines and made shots run more evenly.",
+         "Tasting shots side by side at different ratios taught more in an afternoon than a month of single changes.",
+         "Milk for a flat white needs only a short stretch at the start and a long roll to keep the foam glossy.",
+         "Writing the grind setting, dose, yield and time on every bag stopped me from rediscovering the same recipe twice."]),
+    "marathon": (
+        ["running", "health"], "building capacity slowly and recovering on purpose",
+        ["Marathon block: easy-pace volume", "Tapering before race day", "Fuelling long runs",
+         "Threshold sessions that worked", "Injury log and what caused it"],
+        ["Plan", "Evidence", "How it felt", "Next block"],
+        ["Most of the weekly volume should be easy enough to hold a conversation, roughly eighty percent of the running time.",
+         "Raising weekly mileage by about ten percent, with a down week every fourth week, kept the calf niggles away.",
+         "A three-week taper cutting volume by forty to sixty percent while keeping some race-pace work felt sharp, not stale.",
+         "Taking sixty to ninety grams of carbohydrate an hour on long runs made the last ten kilometres feel completely different.",
+         "Practising the race-day gels in training matters because the stomach adapts to carbohydrate just like the legs adapt to mileage.",
+         "Threshold intervals of four times eight minutes at comfortably hard effort improved pace without wrecking the week.",
+         "The shin pain came after two weeks of adding hills and speed at the same time, which broke my own rule of one change at a time.",
+         "Sleep was the best predictor of a bad session, better than the previous day's load or the heart rate variability score.",
+         "Long runs above thirty kilometres gave diminishing returns compared with the recovery they cost.",
+         "Strength work twice a week for the hips and calves is the boring habit that kept the block intact."]),
+    "rust": (
+        ["programming", "rust"], "making ownership and invariants explicit in the code",
+        ["Rust ownership and borrowing, as I understand it", "Self-referential structs and the borrow checker",
+         "Lifetimes in function signatures", "Error handling with thiserror and anyhow", "Async Rust pitfalls"],
+        ["The rule", "Where it bit me", "Patterns", "Review checklist"],
+        ["Every value has one owner, and when the owner goes out of scope the value is dropped, which replaces a garbage collector.",
+         "Any number of shared references or exactly one mutable reference may exist at a time, and the compiler checks it statically.",
+         "A struct that holds a reference into its own field cannot be moved safely, which is why the borrow checker rejects it.",
+         "Storing indices into a vector instead of references, or using an arena, removed the self-referential struct entirely.",
+         "Lifetime annotations do not change how long anything lives; they only describe relationships the compiler must verify.",
+         "When a function returns a reference, elision ties it to the single input reference or to self, and otherwise it must be spelled out.",
+         "Library errors belong in an enum derived with thiserror, while the application edge can wrap everything in anyhow with context.",
+         "Holding a mutex guard across an await point is the classic async bug: the future is not Send and the lock is held too long.",
+         "Cloning to satisfy the borrow checker is fine in cold code, but in a hot loop it usually means the data layout is wrong.",
+         "Reviewing lifetimes in a pull request means checking who owns each buffer and whether a borrow outlives the data it points at."]),
+    "stoic": (
+        ["philosophy", "reading"], "separating what is in one's control from what is not",
+        ["The dichotomy of control", "Marcus Aurelius on feedback", "Seneca's letters on time",
+         "Negative visualisation in practice", "Stoic journaling template"],
+        ["The idea", "Quotes", "How I use it", "Doubts"],
+        ["Epictetus opens the Enchiridion by splitting the world into what is up to us, our judgements and actions, and what is not.",
+         "The dichotomy of control is not resignation; it moves effort to the only place where effort changes anything.",
+         "Marcus Aurelius reminds himself each morning that he will meet ungrateful and difficult people and that anger will not help.",
+         "Receiving harsh feedback gets easier when I treat the judgement as mine to form, not as something the words force on me.",
+         "Seneca argues that we are not given a short life but make it short by wasting time on what we do not value.",
+         "Negative visualisation, briefly imagining the loss of something, makes ordinary days feel less like something owed.",
+         "An evening review asks three questions: what did I do badly, what did I do well, and what will I change tomorrow.",
+         "Cato the Younger appears again and again in the Stoic texts as the model of a person who could not be bribed or frightened.",
+         "I doubt the Stoic claim that emotions are only judgements; some reactions arrive before any judgement is possible.",
+         "Writing the journal by hand slows me down enough to notice which worries are about things I cannot control."]),
+    "roman": (
+        ["history", "reading"], "how institutions bend under individual ambition",
+        ["The late Roman Republic in one page", "Cato the Younger", "The Gracchi and land reform",
+         "Cicero's letters", "Why the Republic fell"],
+        ["Context", "People", "Turning points", "Lessons"],
+        ["The late Republic ran on norms rather than written rules, and each generation found a new norm it was willing to break.",
+         "Tiberius Gracchus pushed land reform through the popular assembly and was killed by senators in the street in 133 BC.",
+         "Cato the Younger defended senatorial tradition with total inflexibility and chose suicide at Utica over Caesar's pardon.",
+         "Cicero's letters show a brilliant man constantly misjudging who held real power and when the moment had passed.",
+         "Marius reformed the army so that soldiers owed their land and pay to their general, which made civil war possible.",
+         "Sulla marched on Rome, proscribed his enemies and then retired, proving both that it could be done and that it could be survived.",
+         "Caesar crossing the Rubicon was less a turning point than the end of a long slide that everyone could see.",
+         "Historians still argue whether the Republic fell to ambition, to inequality, or to institutions built for a city-state running an empire.",
+         "Mary Beard's SPQR is the most readable overview, and Tom Holland's Rubicon is the most dramatic.",
+         "The lesson I keep returning to is that norms protect institutions only while the people inside them choose to keep them."]),
+    "heatpump": (
+        ["home", "energy"], "sizing a system from measurements instead of rules of thumb",
+        ["Heat pump sizing for the flat", "Heat pump versus gas boiler costs", "Radiator upgrades for low flow temperatures",
+         "Insulation before heating", "Smart thermostat schedule"],
+        ["Measurements", "Calculation", "Quotes", "Decision"],
+        ["A room-by-room heat loss calculation put the flat at about four kilowatts at minus three degrees outside.",
+         "Installers quoting eight or nine kilowatts were sizing by floor area, which would make the unit cycle on and off all winter.",
+         "An oversized heat pump runs in short cycles, loses efficiency and wears the compressor faster than a right-sized one.",
+         "At a seasonal coefficient of performance around three and a half, running costs came out slightly below the old gas boiler.",
+         "The comparison depends almost entirely on the ratio between the electricity price and the gas price per kilowatt-hour.",
+         "Two radiators needed upgrading to larger double panels so the system could run at a flow temperature of forty-five degrees.",
+         "Lower flow temperatures raise the coefficient of performance, so radiator size matters more than the heat pump brand.",
+         "Draught-proofing and loft insulation cut the heat loss by roughly fifteen percent before any heating work started.",
+         "A steady schedule with small setbacks at night beat aggressive on and off timing, which suits gas boilers, not heat pumps.",
+         "The grant covered most of the installation, and the payback without it would have been more than fifteen years."]),
+    "sourdough": (
+        ["cooking", "home"], "managing a slow living process with simple measurements",
+        ["Sourdough starter maintenance", "Bulk fermentation timing", "Hydration and flour choice",
+         "Shaping and scoring", "Baking in a Dutch oven"],
+        ["Schedule", "Observations", "Mistakes", "Next bake"],
+        ["A starter fed twice a day at one to five to five rises predictably in a warm kitchen and smells of yoghurt, not acetone.",
+         "Bulk fermentation is done when the dough has grown by about half, feels airy and shows bubbles at the sides of the container.",
+         "Temperature matters more than the clock: at twenty-four degrees bulk took five hours, at twenty it took almost eight.",
+         "Seventy-five percent hydration with ten percent whole wheat was the most forgiving dough to shape.",
+         "Strong surface tension during shaping gave a better ear than any particular scoring pattern.",
+         "Baking covered for twenty minutes and uncovered for twenty-five at two hundred and forty degrees gave a deep crust.",
+         "An underproofed loaf has a dense band at the bottom and large tunnels near the top.",
+         "Keeping a log of temperatures and times turned baking from guesswork into a process I could adjust."]),
+    "bees": (
+        ["nature", "hobby"], "reading a colony's state from small signs",
+        ["First year with bees", "Swarm prevention", "Varroa mite treatment", "Honey harvest notes", "Winter preparation for the hive"],
+        ["Inspection", "What I saw", "Action", "Next visit"],
+        ["A weekly inspection in spring looks for eggs, queen cells, stores and space, and it should be quick and calm.",
+         "Queen cells along the bottom of the frames in May are the clearest sign that the colony is preparing to swarm.",
+         "Splitting the colony before it swarms kept the bees and gave me a second hive.",
+         "Varroa mites are the main threat to a colony, and a sugar roll count in late summer decides whether to treat.",
+         "Oxalic acid treatment in midwinter works best when the colony is broodless and the mites have nowhere to hide.",
+         "Harvesting only capped frames keeps the water content low enough that the honey does not ferment.",
+         "A colony needs about twenty kilograms of stores to survive the winter in a cold climate.",
+         "Keeping notes on temperament, brood pattern and stores for each hive made trends visible over the season."]),
+    "cycling": (
+        ["city", "transport"], "designing systems around how people actually behave",
+        ["Protected bike lanes and who uses them", "Low-traffic neighbourhoods", "E-bikes and commuting distance",
+         "Cycle parking at stations", "Winter cycling"],
+        ["Observation", "Data", "Policy", "Personal notes"],
+        ["Painted lanes attract confident riders, while physically protected lanes are what bring children and older people onto bikes.",
+         "Cities that built connected networks saw cycling grow much faster than cities that built isolated showcase routes.",
+         "Low-traffic neighbourhoods cut through-traffic with a few filters and made residential streets quiet within weeks.",
+         "E-bikes roughly double the distance people are willing to commute, which changes what a cycle network has to connect.",
+         "Secure parking at stations turns the bike into the first and last mile of a train journey.",
+         "Winter cycling depends more on cleared lanes than on temperature, as the Nordic cities show every year.",
+         "Counting riders at one junction for a week taught me more than reading the council's annual report."]),
+    "jazz": (
+        ["music", "hobby"], "learning a language by imitation before theory",
+        ["Jazz harmony: ii-V-I everywhere", "Transcribing solos", "Voice leading on piano",
+         "Modal jazz and Kind of Blue", "Practice routine for improvisation"],
+        ["Theory", "Listening", "Exercises", "Progress"],
+        ["The ii-V-I progression is the backbone of most standards, and learning it in all twelve keys pays off immediately.",
+         "Transcribing a solo by ear, slowly, teaches phrasing and time feel that no theory book explains.",
+         "Good voice leading moves each note of a chord by the smallest step to the next chord, often keeping common tones.",
+         "Kind of Blue replaced fast chord changes with long modal sections, which gave the soloists room to build melodies.",
+         "Practising with a metronome on two and four made my time feel less rushed and more like the recordings.",
+         "Playing the melody of a standard from memory is the best test of whether I actually know the tune.",
+         "Twenty focused minutes a day beat a two-hour session at the weekend for improvisation."]),
+    "finance": (
+        ["money", "planning"], "deciding once and letting a simple system run",
+        ["Index funds and fees", "Emergency fund rules", "Asset allocation by age", "Rebalancing once a year", "Pension contributions"],
+        ["Rule", "Reasoning", "Numbers", "What I do"],
+        ["Low-cost index funds beat most active funds after fees over long periods, and the fee difference compounds every year.",
+         "An emergency fund of three to six months of expenses in cash stops a broken boiler from becoming a forced sale of shares.",
+         "A simple allocation between a global equity fund and a bond fund is easier to keep than a clever portfolio of many funds.",
+         "Rebalancing once a year back to the target weights sells what grew and buys what fell without any forecasting.",
+         "Pension contributions with tax relief and an employer match are the highest guaranteed return available to most people.",
+         "Automating the monthly investment removed the temptation to time the market after bad news.",
+         "Writing the plan on one page made it easy to check that each decision still matched the goal."]),
+}
+CONNECTORS = [
+    "This is where {theme} becomes concrete.", "I keep coming back to this when I think about {theme}.",
+    "The general point is about {theme}.", "In short, it is a lesson in {theme}.",
+]
+
+
+def node_text(rng: random.Random, title: str, headings: list[str], sentences: list[str], theme: str) -> str:
+    pool = sentences[:]
+    rng.shuffle(pool)
+    it = itertools.cycle(pool)
+    intro = f"Notes on {title.lower()}. " + " ".join(next(it) for _ in range(2))
+    parts = [f"# {title}", intro]
+    for heading in rng.sample(headings, k=min(len(headings), rng.randint(2, 4))):
+        parts.append(f"## {heading}")
+        for _ in range(rng.randint(1, 2)):
+            body = [next(it) for _ in range(rng.randint(2, 4))]
+            if rng.random() < 0.35:
+                body.append(rng.choice(CONNECTORS).format(theme=theme))
+            parts.append(" ".join(body))
+    return "\n\n".join(parts)
+
+
+def build_graph(store: Store, rng: random.Random) -> dict[str, list[int]]:
+    ids: dict[str, list[int]] = {}
+    for topic, (dims, theme, titles, headings, sentences) in TOPICS.items():
+        ids[topic] = []
+        for i, title in enumerate(titles):
+            desc = sentences[i % len(sentences)] if i % 2 == 0 else ""
+            link = f"https://notes.example.org/{topic}/{i}" if i % 3 == 0 else None
+            node = store.add_node(title, node_text(rng, title, headings, sentences, theme), description=desc,
+                                  link=link, dimensions=dims + (["project"] if i == 0 else []))
+            ids[topic].append(node["id"])
+    edges: set[tuple[int, int]] = set()
+    title_of = {n["id"]: n["title"] for n in store.get_nodes([i for v in ids.values() for i in v])}
+    theme_of = {i: TOPICS[t][1] for t, v in ids.items() for i in v}
+
+    def link(a: int, b: int, why: str) -> bool:
+        if a == b or (a, b) in edges or (b, a) in edges:
+            return False
+        store.add_edge(a, b, why)
+        edges.add((a, b))
+        return True
+
+    for topic, v in ids.items():  # one hub per topic: 48 edges
+        for j in v[1:]:
+            link(v[0], j, f"'{title_of[j]}' works out one part of '{title_of[v[0]]}': both are about {theme_of[j]}.")
+    everything = [i for v in ids.values() for i in v]
+    degree = {i: 0 for i in everything}
+    for a, b in edges:
+        degree[a] += 1
+        degree[b] += 1
+    # A few cross-topic super-hubs, then preferential attachment up to 120 edges.
+    favourites = {ids["rag"][0]: 6, ids["rust"][0]: 4, ids["stoic"][0]: 3, ids["heatpump"][0]: 2}
+    while len(edges) < 120:
+        weights = [(degree[i] + 1) ** 1.5 * favourites.get(i, 1) for i in everything]
+        a = rng.choices(everything, weights)[0]
+        b = rng.choice(everything)
+        if theme_of[a] == theme_of[b] and rng.random() < 0.7:
+            continue
+        why = (f"'{title_of[b]}' borrows from '{title_of[a]}': {theme_of[b]} meets {theme_of[a]}."
+               if rng.random() < 0.5 else
+               f"Read together: '{title_of[a]}' explains the habit behind '{title_of[b]}' ({theme_of[a]}).")
+        if link(a, b, why):
+            degree[a] += 1
+            degree[b] += 1
+    return ids
+
+
+# -- the conversation -----------------------------------------------------------------------------
+def reply_text(rng: random.Random, topic: str, words: int, cites: list[str]) -> str:
+    sentences = TOPICS[topic][4][:]
+    rng.shuffle(sentences)
+    out = ["From your notes, here is what stands out."]
+    i = 0
+    while sum(len(s.split()) for s in out) < words:
+        s = sentences[i % len(sentences)]
+        if i < len(cites):
+            s = s[:-1] + f" {cites[i]}."
+        out.append(s)
+        i += 1
+        if i % 4 == 0:
+            out.append("\n\n" + rng.choice(["That matters because", "In practice,", "The caveat is that", "Put simply,"]))
+    text_ = " ".join(out)
+    ws = text_.split(" ")
+    return " ".join(ws[:words]).rstrip(",;:") + ("" if ws[words - 1].endswith(".") else ".")
+
+
+def conversation(ids: dict[str, list[int]], store: Store, rng: random.Random) -> list[dict]:
+    r, e, m, ru, s, ro, h = (ids[t] for t in ("rag", "espresso", "marathon", "rust", "stoic", "roman", "heatpump"))
+    rust_neighbours = [x["to_node_id"] if x["from_node_id"] == ru[0] else x["from_node_id"] for x in store.edges(ru[0])][:2]
+    # (message, topic, reply words, focus change, tool steps before the final text)
+    rows = [
+        ("What do my notes say about chunk size for retrieval-augmented generation?", "rag", 180,
+         Focus((r[0], r[1], ru[0]), r[0]), None),
+        ("And how does that interact with hybrid search: is BM25 still worth keeping next to embeddings?", "rag", 140, None, None),
+        ("Summarise the trade-offs in two sentences I can paste into the project doc.", "rag", 70, None, None),
+        ("Switching topics: what grind and dose changes did I note for light roasts?", "espresso", 160,
+         Focus((r[0], r[1], ru[0], e[0], e[1]), e[0]), None),
+        ("Search everything I have on pre-infusion and channeling.", "espresso", 210, None,
+         [[text("Let me search your notes for pre-infusion and channeling first."),
+           tool_call("searchContent", {"query": "pre-infusion channeling espresso", "limit": 5})]]),
+        ("Does any of that connect to the water chemistry notes?", "espresso", 120, None, None),
+        ("I'm starting a marathon block. What did I write about easy-pace volume?", "marathon", 190,
+         Focus((r[0], r[1], ru[0], e[0], e[1], m[0], m[2]), m[0]), None),
+        ("How should I taper according to my notes?", "marathon", 150, None, None),
+        ("What fuelling strategy did I settle on for long runs, and how much carbohydrate per hour?", "marathon", 130, None, None),
+        ("Back to Rust: explain the borrow checker issue I hit with self-referential structs.", "rust", 230,
+         Focus((r[0], r[1], ru[0], e[0], e[1], m[0], m[2], ru[1], ru[3]), ru[1]), None),
+        ("Which notes link to my main Rust ownership note, and what do they say?", "rust", 200, None,
+         [[tool_call("queryEdges", {"node_id": ru[0], "direction": "both"})],
+          [tool_call("getNodesById", {"ids": rust_neighbours})]]),
+        ("Draft a short checklist for reviewing lifetimes in a pull request.", "rust", 110, None, None),
+        ("Is there anything from my Stoicism notes that applies to giving code review feedback?", "stoic", 90, None, None),
+        ("Tell me more about the dichotomy of control as I summarised it.", "stoic", 170,
+         Focus((r[0], r[1], ru[0], e[0], m[0], m[2], ru[1], ru[3], s[0], s[1]), s[0]), None),
+        ("How does that compare with the Roman history notes on Cato the Younger?", "roman", 150, None, None),
+        ("Which of my notes are the most connected right now?", "rag", 100, None,
+         [[tool_call("queryNodes", {"sort": "edges", "limit": 8})]]),
+        ("Why do you think the retrieval notes became such a hub in my graph?", "rag", 140, None, None),
+        ("Unrelated: what did I conclude about heat pump sizing for the flat?", "heatpump", 180,
+         Focus((r[0], ru[0], e[0], m[0], ru[1], s[0], s[1], h[0], h[1], h[2]), h[0]), None),
+        ("And the running cost comparison against the old gas boiler?", "heatpump", 120, None, None),
+        ("Give me three next actions across everything we discussed today, with citations.", "rag", 250, None, None),
+    ]
+    out = []
+    for k, (msg, topic, words, focus, tools) in enumerate(rows):
+        cites = ["[1]", f"[NODE:{ids[topic][0]}]", "[2]", f"[NODE:{ids[topic][1]}]"]
+        final = text(reply_text(rng, topic, words, cites), deltas=12)
+        replies = [list(step) for step in (tools or [])] + [[final]]
+        out.append({"turn": k + 1, "message": msg, "focus": focus, "replies": replies})
+    return out
+
+
+# -- analysis -------------------------------------------------------------------------------------
+def cost_of(usages: list[dict]) -> float:
+    total = 0.0
+    for u in usages:
+        total += (u["input_tokens"] + WRITE_X * u["cache_creation_input_tokens"]
+                  + READ_X * u["cache_read_input_tokens"]) * PRICE_IN + u["output_tokens"] * PRICE_OUT
+    return total
+
+
+def totals(usages: list[dict]) -> dict:
+    read = sum(u["cache_read_input_tokens"] for u in usages)
+    write = sum(u["cache_creation_input_tokens"] for u in usages)
+    uncached = sum(u["input_tokens"] for u in usages)
+    return {"input_tokens": uncached + read + write, "uncached_input": uncached, "cache_read": read,
+            "cache_write": write, "output_tokens": sum(u["output_tokens"] for u in usages),
+            "cost_usd": round(cost_of(usages), 6)}
+
+
+def reusable_max(bodies: list[dict], times: list[float], model: str) -> list[tuple[int, int]]:
+    """Per request: (tokens, last block index) of the longest block-aligned prefix equal to a
+    prefix of an earlier request sent within the TTL; 0 below the minimum cacheable length."""
+    minimum = min_cacheable_tokens(model)
+    seen: dict[str, float] = {}
+    out = []
+    for body, t in zip(bodies, times):
+        blocks = anthropic_blocks(body)
+        hashes = prefix_hashes(blocks, salt=model)
+        ptoks = prefix_tokens(blocks)
+        best, pos = 0, -1
+        for i, h in enumerate(hashes):
+            if h in seen and t - seen[h] <= TTL_S:
+                best, pos = ptoks[i], i
+        if best < minimum:
+            best, pos = 0, -1
+        out.append((best, pos))
+        for h in hashes:
+            seen[h] = t
+    return out
+
+
+def block_labels(body: dict, current: int) -> list[str]:
+    """A readable label per canonical block: tools / system / history / user_text / suffix / loop."""
+    labels = ["tools"] * len(body.get("tools") or []) + ["system"] * len(body.get("system") or [])
+    for mi, msg in enumerate(body["messages"]):
+        for bi, _ in enumerate(msg["content"]):
+            if mi < current:
+                labels.append(f"history[{mi}]")
+            elif mi == current:
+                labels.append("user_text" if bi == 0 else "suffix")
+            else:
+                labels.append(f"loop[{mi - current - 1}].{msg['content'][bi].get('type')}")
+    return labels
+
+
+def current_user_index(body: dict, suffix_text: str) -> int:
+    for mi in range(len(body["messages"]) - 1, -1, -1):
+        msg = body["messages"][mi]
+        if msg["role"] == "user" and any(b.get("type") == "text" and b.get("text") == suffix_text for b in msg["content"]):
+            return mi
+    raise AssertionError("the suffix block was not found in a recorded request")
+
+
+def strip_cc(obj):
+    if isinstance(obj, dict):
+        return {k: strip_cc(v) for k, v in obj.items() if k != "cache_control"}
+    if isinstance(obj, list):
+        return [strip_cc(v) for v in obj]
+    return obj
+
+
+def layout_rah(body: dict, suffix, cur: int) -> dict:
+    out = copy.deepcopy(body)
+    out.pop("stream", None)
+    out["messages"] = strip_cc(out["messages"])
+    msg = out["messages"][cur]
+    msg["content"] = [b for b in msg["content"] if not (b.get("type") == "text" and b.get("text") == suffix.text)]
+    # system keeps its breakpoint on the last stable block; the volatile parts follow it, uncached
+    out["system"] = out["system"] + [{"type": "text", "text": t} for t in (suffix.focus, suffix.retrieved, suffix.datetime) if t]
+    return out
+
+
+def layout_ontheia(body: dict, suffix, cur: int) -> dict:
+    out = copy.deepcopy(body)
+    out.pop("stream", None)
+    out["messages"] = strip_cc(out["messages"])
+    out["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    return out
+
+
+def layout_suffix_bp(body: dict, suffix, cur: int) -> dict:
+    out = copy.deepcopy(body)
+    out.pop("stream", None)
+    msg = out["messages"][cur]
+    msg["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    n = sum(1 for b in anthropic_blocks(out) if b.cache_control is not None)
+    if n > 4:  # drop the fallback anchor (the breakpoint inside history)
+        for m in out["messages"][:cur]:
+            for b in m["content"]:
+                b.pop("cache_control", None)
+    return out
+
+
+def replay(bodies: list[dict], replies: list[list]) -> list[dict]:
+    with FakeAnthropic() as srv:
+        client = anthropic.Anthropic(api_key="test-key", base_url=srv.base_url, max_retries=0)
+        for body, reply in zip(bodies, replies):
+            srv.script.add(*reply)
+            client.messages.create(**body)
+        reqs = srv.model_requests()
+        assert not srv.errors, srv.errors
+        assert all(r.status == 200 for r in reqs), [r.status for r in reqs]
+        client.close()
+        return [r.usage for r in reqs], [r.body for r in reqs], [r.time for r in reqs]
+
+
+def reuse_of(usages, bodies, times) -> tuple[float, list]:
+    maxes = reusable_max(bodies, times, MODEL)
+    total_max = sum(m for m, _ in maxes)
+    read = sum(u["cache_read_input_tokens"] for u in usages)
+    return (read / total_max if total_max else 1.0), maxes
+
+
+# -- main -----------------------------------------------------------------------------------------
+def main() -> dict:
+    rng = random.Random(SEED)
+    (_TMP / "cairn").mkdir()
+    store = Store(_TMP / "cairn" / "cairn.db")
+    embedder = Embedder()
+    log("building the graph")
+    ids = build_graph(store, rng)
+    log("indexing")
+    report = Indexer(store, embedder).run()
+    counts = store.counts()
+    log(f"indexed: {report.as_dict()}  counts: {counts}")
+    searcher = Searcher(store, embedder)
+    searcher.query_vector("warm up the embedder")
+
+    config = Config()
+    config.user_name = "Sam"
+    config.chat.provider = "anthropic"
+    config.chat.agent = "orchestrator"
+    config.chat.background_context = True
+    turns = conversation(ids, store, rng)
+
+    srv = FakeAnthropic().start()
+    provider = AnthropicProvider("test-key", MODEL, base_url=srv.base_url)
+    chat = Chat(store, config, provider, agent="orchestrator", searcher=searcher)
+    calls: list[dict] = []  # one per provider.stream call (= one HTTP request, no retries happen)
+    state = {"turn": 0, "step": 0}
+    build_times: list[float] = []
+    orig_stream, orig_request = provider.stream, chat.request
+
+    def stream(turn, cancel=None):
+        rec = {"turn": state["turn"], "step": state["step"], "suffix": turn.request.suffix,
+               "t_call": time.perf_counter(), "t_first": None}
+        state["step"] += 1
+        calls.append(rec)
+        for ev in orig_stream(turn, cancel):
+            if rec["t_first"] is None and ev.type in ("text", "tool_call"):
+                rec["t_first"] = time.perf_counter()
+            yield ev
+
+    def request(message, *, focus=None):
+        t = time.perf_counter()
+        out = orig_request(message, focus=focus)
+        build_times.append(time.perf_counter() - t)
+        return out
+
+    provider.stream = stream
+    chat.request = request
+
+    first_token, passages_per_turn, focus_changes = [], [], 0
+    log("running the 20-turn conversation")
+    for t in turns:
+        state["turn"], state["step"] = t["turn"], 0
+        if t["focus"] is not None:
+            chat.set_focus(t["focus"])
+            focus_changes += 1
+        for reply in t["replies"]:
+            srv.script.add(*reply)
+        t0, first = time.perf_counter(), None
+        for ev in chat.send(t["message"]):
+            if ev.type == "text" and first is None:
+                first = time.perf_counter()
+            if ev.type == "error":
+                raise RuntimeError(f"turn {t['turn']}: {ev.error}")
+        assert len(srv.script) == 0, f"turn {t['turn']} left scripted replies unused"
+        starts_with_text = isinstance(t["replies"][0][0], Text)
+        first_token.append((t["turn"], first - t0 if (first and starts_with_text) else None))
+        passages_per_turn.append(len(calls[-1]["suffix"].passages))
+    reqs = srv.model_requests()
+    assert not srv.errors, srv.errors
+    assert len(reqs) == len(calls), (len(reqs), len(calls))
+    assert all(r.status == 200 for r in reqs)
+    srv.stop()
+    log(f"conversation done: {len(turns)} turns, {len(reqs)} requests")
+
+    usages = [r.usage for r in reqs]
+    bodies = [r.body for r in reqs]
+    times = [r.time for r in reqs]
+    replies = [r.reply for r in reqs]
+    currents = [current_user_index(b, c["suffix"].text) for b, c in zip(bodies, calls)]
+    ours = totals(usages)
+    reuse, maxes = reuse_of(usages, bodies, times)
+
+    first_blocks = anthropic_blocks(bodies[0])
+    stable = sum(b.tokens for b in first_blocks if b.kind in ("tool", "system"))
+    losses = []
+    for i, (u, (mx, pos), call, body, rec) in enumerate(zip(usages, maxes, calls, bodies, reqs)):
+        read = u["cache_read_input_tokens"]
+        labels = block_labels(body, currents[i])
+        hit = rec.cache["hit_position"]
+        log(f"req {i:2d} turn {call['turn']:2d} step {call['step']}  in={u['input_tokens'] + read + u['cache_creation_input_tokens']:6d}"
+            f" read={read:6d} write={u['cache_creation_input_tokens']:5d} uncached={u['input_tokens']:5d}"
+            f" max_reusable={mx:6d} bps={rec.cache['breakpoints']} hit={hit}")
+        if read < mx:
+            losses.append({"request": i, "turn": call["turn"], "step": call["step"], "lost_tokens": mx - read,
+                           "read_ends_at": labels[hit] if hit is not None else None,
+                           "reusable_ends_at": labels[pos]})
+
+    log("replaying the conversation in the RA-H, Ontheia and suffix-breakpoint layouts")
+    layouts = {}
+    for name, fn in (("rah", layout_rah), ("ontheia", layout_ontheia), ("suffix_breakpoint", layout_suffix_bp)):
+        lb = [fn(b, c["suffix"], cur) for b, c, cur in zip(bodies, calls, currents)]
+        lu, lbodies, ltimes = replay(lb, replies)
+        lr, _ = reuse_of(lu, lbodies, ltimes)
+        layouts[name] = {**totals(lu), "prefix_reuse": round(lr, 4),
+                         "cached_share": round(sum(u["cache_read_input_tokens"] for u in lu) / totals(lu)["input_tokens"], 4)}
+        assert layouts[name]["output_tokens"] == ours["output_tokens"]
+
+    # -- latency: Focus switch and full suffix ---------------------------------------------------
+    log("timing suffix rebuilds")
+    engine = chat.engine
+    tabs = tuple(i for v in ids.values() for i in v[:1])[:10]
+    for p in tabs:  # warm-up pass
+        engine.set_focus(Focus(tabs, p))
+    rebuild = []
+    for k in range(REBUILD_SAMPLES):
+        f = Focus(tabs, tabs[k % len(tabs)])
+        t0 = time.perf_counter()
+        engine.set_focus(f)
+        rebuild.append(time.perf_counter() - t0)
+    assert engine.focus.primary == tabs[(REBUILD_SAMPLES - 1) % len(tabs)] and len(engine.focus.ordered) == 10
+    sentence_pool = [s for topic in TOPICS.values() for s in topic[4]]
+    rng2 = random.Random(SEED + 1)
+    messages = [f"What did I note about this: {' '.join(rng2.choice(sentence_pool).split()[:9])}?"
+                for _ in range(FULL_SUFFIX_MESSAGES)]
+    for msg in ("warm one", "warm two", "warm three"):
+        engine.suffix(msg)
+    full, full_cached, n_passages = [], [], []
+    for msg in messages:
+        t0 = time.perf_counter()
+        sfx = engine.suffix(msg)
+        full.append(time.perf_counter() - t0)
+        n_passages.append(len(sfx.passages))
+    for msg in messages:
+        t0 = time.perf_counter()
+        engine.suffix(msg)
+        full_cached.append(time.perf_counter() - t0)
+
+    ft = [v for _, v in first_token if v is not None][:10]
+    ft_turns = [k for k, v in first_token if v is not None][:10]
+    ft_req = [c["t_first"] - c["t_call"] for c in calls if c["step"] == 0 and c["turn"] in ft_turns]
+    turn_starts = [c for c in calls if c["step"] == 0 and c["turn"] in ft_turns]
+    assert len(ft_req) == len(ft) == len(turn_starts) == 10
+
+    cost_rah, cost_ont = layouts["rah"]["cost_usd"], layouts["ontheia"]["cost_usd"]
+    result = {
+        "bench": "cache",
+        "model": MODEL,
+        "turns": len(turns),
+        "requests": len(reqs),
+        "tool_turns": sum(1 for t in turns if len(t["replies"]) > 1),
+        "focus_changes": focus_changes - 1,  # the first set_focus opens the initial tabs
+        "nodes": counts.get("nodes"), "edges": counts.get("edges"), "chunks": counts.get("chunks"),
+        "passages_per_turn_mean": round(sum(passages_per_turn) / len(passages_per_turn), 2),
+        "stable_prefix_tokens": stable,
+        "min_cacheable_tokens": min_cacheable_tokens(MODEL),
+        "input_tokens": ours["input_tokens"],
+        "uncached_input": ours["uncached_input"],
+        "cache_read": ours["cache_read"],
+        "cache_write": ours["cache_write"],
+        "output_tokens": ours["output_tokens"],
+        "cost_usd": ours["cost_usd"],
+        "cost_rah_usd": cost_rah,
+        "cost_ontheia_usd": cost_ont,
+        "prefix_reuse": round(reuse, 4),
+        "reusable_max_tokens": sum(m for m, _ in maxes),
+        "cached_share": round(ours["cache_read"] / ours["input_tokens"], 4),
+        "cost_ratio_rah": round(ours["cost_usd"] / cost_rah, 4),
+        "cost_ratio_ontheia": round(ours["cost_usd"] / cost_ont, 4),
+        "suffix_rebuild_p50_ms": pct(rebuild, 50),
+        "suffix_rebuild_p95_ms": pct(rebuild, 95),
+        "suffix_full_p50_ms": pct(full, 50),
+        "suffix_full_p95_ms": pct(full, 95),
+        "suffix_full_cached_query_p50_ms": pct(full_cached, 50),
+        "suffix_full_passages_mean": round(float(np.mean(n_passages)), 2),
+        "first_token_ms": pct(ft, 50),
+        "first_token_p95_ms": pct(ft, 95),
+        "first_token_request_ms": pct(ft_req, 50),
+        "request_build_p50_ms": pct(build_times, 50),
+        "first_token_turns": ft_turns,
+        "losses": losses,
+        "layouts": {"rah": layouts["rah"], "ontheia": layouts["ontheia"]},
+        "what_if_suffix_breakpoint": {**layouts["suffix_breakpoint"],
+                                      "cost_ratio_vs_cairn": round(layouts["suffix_breakpoint"]["cost_usd"] / ours["cost_usd"], 4)},
+        "targets": {
+            "prefix_reuse>=0.99": "pass" if reuse >= 0.99 else "fail",
+            "cost_ratio_rah<=0.6": "pass" if ours["cost_usd"] / cost_rah <= 0.6 else "fail",
+            "suffix_rebuild_p50_ms<=2": "pass" if pct(rebuild, 50) <= 2 else "fail",
+        },
+    }
+    chat.store.close()
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        out = main()
+    finally:
+        shutil.rmtree(_TMP, ignore_errors=True)
+    print(json.dumps(out))
