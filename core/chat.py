@@ -85,7 +85,7 @@ class Chat:
                 with store.db.transaction() as conn:
                     conn.execute("DELETE FROM chats WHERE id = ?", (self.id,))
                 raise
-            self.metadata = {"snapshot": json.loads(self.snapshot.as_json())}
+            self.metadata = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
             if parent_id is not None:
                 self.metadata["parent_chat_id"] = parent_id
             self._save_metadata()
@@ -129,15 +129,52 @@ class Chat:
                     {"role": "assistant", "content": [_text_block("Understood; continuing from that summary.")]}]
         for row in self._rows():
             if row["id"] > upto:
-                out.append({"role": row["role"], "content": json.loads(row["content"])})
+                # A reply cut off or failed before any text is stored as an empty text block; the APIs
+                # reject empty (or blank) text blocks, so leave those out of what is sent.
+                content = [b for b in json.loads(row["content"])
+                           if b.get("type") != "text" or (b.get("text") or "").strip()]
+                if content:
+                    out.append({"role": row["role"], "content": content})
+        return out
+
+    def messages(self) -> list[dict]:
+        """The stored conversation for display (also after reopening): each message's text, status,
+        usage and citations (the `[N]` → node id map of the reply)."""
+        out = []
+        for row in self.store.db.execute(
+                "SELECT id, role, content, usage, citations, status, created_at FROM messages"
+                " WHERE chat_id = ? ORDER BY id", (self.id,)).fetchall():
+            content = json.loads(row["content"])
+            out.append({"id": row["id"], "role": row["role"], "content": content,
+                        "text": "".join(b.get("text", "") for b in content if b.get("type") == "text"),
+                        "status": row["status"],
+                        "usage": json.loads(row["usage"]) if row["usage"] else None,
+                        "citations": json.loads(row["citations"]) if row["citations"] else None,
+                        "created_at": row["created_at"]})
         return out
 
     def request(self, message: str, *, focus: Focus | None = None) -> ContextRequest:
-        """The request the next turn would send (no side effects beyond rendering)."""
+        """The request the next turn would send (no side effects beyond rendering, and saving a prefix
+        re-rendered because one of its nodes has since been made private)."""
         if focus is not None:
             self.engine.set_focus(focus)
+        self._drop_hidden_from_snapshot()
         suffix = self.engine.suffix(message, now=self.now() if self.now else None)
         return ContextRequest(self.snapshot, self.history(), message, suffix, self.provider.model)
+
+    def _drop_hidden_from_snapshot(self) -> None:
+        """Privacy beats the cache: if a node in the snapshot (a hub or core note) has since been given
+        a never_send dimension, render the prefix again without it (the cache is rebuilt once)."""
+        if not self.engine.never_send or not self.snapshot.node_ids:
+            return
+        if all(self.engine.visible(n) for n in self.store.get_nodes(self.snapshot.node_ids)):
+            return
+        variables = self.metadata.get("variables") or {
+            "user_name": self.config.user_name or "the user", "chat_id": str(self.id), "agent": self.agent.name,
+            "model": self.provider.model}
+        self.snapshot = self.engine.snapshot(variables)
+        self.metadata["snapshot"] = json.loads(self.snapshot.as_json())
+        self._save_metadata()
 
     # -- a turn --------------------------------------------------------------------------------------
     def send(self, message: str, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
@@ -183,6 +220,15 @@ class Chat:
                 reply.status = "complete" if (error is None and stop != "cancelled") else "incomplete"
                 if error is not None:
                     reply.error = str(error)
+                break
+            if reply.tool_calls > MAX_TOOL_CALLS:
+                # The model was told the limit and still calls tools: end the turn here (its calls are
+                # not run, and not stored, so the history keeps every tool_use paired with a result).
+                error = ProviderError(f"Stopped: the model kept calling tools after the limit of {MAX_TOOL_CALLS} "
+                                      "tool calls per turn; the reply so far is kept, marked incomplete.",
+                                      kind="tool_limit")
+                reply.status, reply.error = "incomplete", str(error)
+                yield StreamEvent("error", error=error)
                 break
             blocks = ([_text_block(step_text)] if step_text else []) + [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.arguments is not None else {}}

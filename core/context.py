@@ -279,6 +279,9 @@ class ContextEngine:
         return float(np.frombuffer(row[0], dtype=np.float32) @ qvec)
 
     def suffix(self, message: str, now: datetime | None = None, passages: list[Passage] | None = None) -> Suffix:
+        # Re-render the focus block from the current nodes (cheap: lines are cached per updated_at),
+        # so an edit made while a tab is open, such as a never_send dimension, is honoured.
+        self._focus_text, self._focus_ids = self._render_focus(self._focus)
         if passages is None:
             passages = self.retrieve(message)
         retrieved = ""

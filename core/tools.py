@@ -129,12 +129,14 @@ class ToolRunner:
             raise ToolError(f"Unknown tool {name!r}.")
         try:
             return method(**args)
-        except TypeError as exc:
-            raise ToolError(f"Bad arguments for {name}: {exc}.") from None
         except ToolError:
             raise
         except CairnError as exc:
             raise ToolError(str(exc)) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            # The model's arguments have the wrong names or types ("ids": ["one"], "limit": "lots",
+            # an id too large for SQLite): tell the model, never end the user's turn with a traceback.
+            raise ToolError(f"Bad arguments for {name}: {exc}.") from None
 
     # -- privacy ---------------------------------------------------------------------------------
     def _visible(self, node: dict) -> bool:

@@ -1,0 +1,144 @@
+"""`cairn context`, `cairn ask` and `cairn chats` as real processes, against the fake Anthropic server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from chat_support import KEY, SONNET, _no_proxies, anth, dump_db  # noqa: F401  (fixtures)
+from fakes import text, unauthorized
+
+
+@pytest.fixture
+def cli(cairn_cmd, cli_env, tmp_path):
+    """(cmd, env, db path) with two notes and an edge; no API key and no proxy in the environment."""
+    env = dict(cli_env)
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FORCE_COLOR",
+                "COLUMNS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env.pop(var, None)
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
+    db = Path(env["CAIRN_HOME"]) / "cairn.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    from core.store import Store
+
+    with Store(db) as store:
+        a = store.add_node("Otter habitats", "Otters live along rivers and coasts.", dimensions=["nature"])
+        b = store.add_node("River cleanup", "Saturday river cleanup with the otter group.", link="https://example.org/r")
+        store.add_edge(a["id"], b["id"], "The cleanup protects otter habitats.")
+    return cairn_cmd, env, db, a["id"], b["id"]
+
+
+def run(cmd, env, *args):
+    proc = subprocess.run([*cmd, *map(str, args)], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                          timeout=120)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+def test_context_prints_body_and_blocks_without_a_key(cli):
+    cmd, env, db, a, b = cli
+    rc, out, err = run(cmd, env, "context", "Where do otters live?", "--focus", f"{a},{b}", "--primary", b,
+                       "--provider", "anthropic", "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    assert result["provider"] == "anthropic" and result["model"] == SONNET
+    names = [blk["name"] for blk in result["blocks"]]
+    assert names[:2] == ["tools", "system"] and names[-2:] == ["focus", "datetime"] and "user" in names
+    for blk in result["blocks"]:
+        assert isinstance(blk["tokens_est"], int) and blk["tokens_est"] > 0
+        assert blk["cached"] is (blk["name"] not in ("focus", "retrieved", "datetime"))
+    assert result["tokens_est_total"] == sum(blk["tokens_est"] for blk in result["blocks"])
+    body = result["body"]
+    assert body["model"] == SONNET and body["tools"][0]["name"] == "queryNodes"
+    user = body["messages"][-1]["content"]
+    assert user[0] == {"type": "text", "text": "Where do otters live?", "cache_control": {"type": "ephemeral"}}
+    focus = user[1]["text"]
+    assert f'Primary (active tab): [NODE:{b}:"River cleanup"]' in focus
+    assert f'Also open: [NODE:{a}:"Otter habitats"]' in focus
+    assert set(result["node_ids"]) >= {a, b}
+    # the same prefix whatever the active tab is
+    rc, out2, err = run(cmd, env, "context", "Where do otters live?", "--focus", f"{a},{b}", "--primary", a,
+                        "--provider", "anthropic", "--json")
+    other = json.loads(out2)["body"]
+    assert other["system"] == body["system"] and other["tools"] == body["tools"]
+    assert other["messages"][-1]["content"][1] != user[1]
+
+
+def test_ask_streams_the_reply_and_chats_lists_it(cli, anth):
+    cmd, env, db, a, b = cli
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    anth.script.add(text("Otters live along rivers [1] and coasts."))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a)
+    assert rc == 0, err
+    assert "Otters live along rivers [1] and coasts." in out
+    assert len(anth.requests) == 1 and anth.last.body["model"] == SONNET
+    assert anth.last.headers["authorization"] == f"Bearer {KEY}"
+    suffix = anth.last.body["messages"][-1]["content"][1]["text"]  # the focused node went with the question
+    assert f'Primary (active tab): [NODE:{a}:"Otter habitats"]' in suffix
+    rc, out, err = run(cmd, env, "chats", "--json")
+    assert rc == 0, err
+    chats = json.loads(out)
+    assert len(chats) == 1
+    chat = chats[0]
+    assert chat["title"] == "Where do otters live?" and chat["provider"] == "anthropic" and chat["model"] == SONNET
+    assert chat["replies"] == 1 and chat["usage"]["input"] == anth.last.usage["input_tokens"] + \
+        anth.last.usage["cache_creation_input_tokens"] + anth.last.usage["cache_read_input_tokens"]
+    # continue the chat, as JSON
+    anth.script.add(text("On Saturday."))
+    rc, out, err = run(cmd, env, "ask", "When is the cleanup?", "--chat", chat["id"], "--provider", "anthropic", "--json")
+    assert rc == 0, err
+    reply = json.loads(out)
+    assert reply["chat_id"] == chat["id"] and reply["text"] == "On Saturday." and reply["status"] == "complete"
+    assert [m["role"] for m in anth.last.body["messages"]] == ["user", "assistant", "user"]
+    # the key never shows up in output or the database
+    assert KEY not in out + err and KEY not in dump_db(db)
+
+
+def test_ask_without_a_key_names_the_variable(cli):
+    cmd, env, db, a, b = cli
+    rc, out, err = run(cmd, env, "ask", "hello", "--provider", "anthropic")
+    assert rc == 1
+    assert err.startswith("cairn: ") and "ANTHROPIC_API_KEY" in err and "Traceback" not in err + out
+
+
+def test_ask_reports_a_rejected_key_and_exits_1(cli, anth):
+    cmd, env, db, a, b = cli
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    anth.script.add(unauthorized())
+    rc, out, err = run(cmd, env, "ask", "hello", "--provider", "anthropic")
+    assert rc == 1
+    assert "Anthropic rejected the API key (401 unauthorized). Check $ANTHROPIC_API_KEY." in out + err
+    assert KEY not in out + err and "Traceback" not in out + err
+
+
+def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
+    import signal
+    import time
+
+    from fakes import slow
+
+    cmd, env, db, a, b = cli
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    anth.script.add(slow(1.0), text("a reply that arrives late"))
+    proc = subprocess.Popen([*cmd, "ask", "tell me a story", "--provider", "anthropic"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not anth.requests:  # wait until the request is in flight (the server holds the first token)
+            assert time.monotonic() < deadline and proc.poll() is None, "the request never arrived"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out, err = out.decode(), err.decode()
+    assert proc.returncode == 1, err
+    assert "[incomplete reply" in out and "Traceback" not in out + err
+    from core.store import Store
+
+    with Store(db) as store:
+        row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
+    assert row["status"] == "incomplete"
