@@ -142,12 +142,13 @@ class Chat:
         usage and citations (the `[N]` → node id map of the reply)."""
         out = []
         for row in self.store.db.execute(
-                "SELECT id, role, content, usage, citations, status, created_at FROM messages"
+                "SELECT id, role, content, sent, usage, citations, status, created_at FROM messages"
                 " WHERE chat_id = ? ORDER BY id", (self.id,)).fetchall():
             content = json.loads(row["content"])
             out.append({"id": row["id"], "role": row["role"], "content": content,
                         "text": "".join(b.get("text", "") for b in content if b.get("type") == "text"),
                         "status": row["status"],
+                        "error": (json.loads(row["sent"]) or {}).get("error") if row["role"] == "assistant" and row["sent"] else None,
                         "usage": json.loads(row["usage"]) if row["usage"] else None,
                         "citations": json.loads(row["citations"]) if row["citations"] else None,
                         "created_at": row["created_at"]})
@@ -254,14 +255,15 @@ class Chat:
             loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
             self._insert("assistant", blocks)
             self._insert("user", results)
-        reply.text = "".join(text_parts)
+        reply.text = "\n\n".join(t for t in text_parts if t.strip())
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
         cited = sorted({int(m) for m in _NODE_CITE.findall(reply.text)})
         reply.citations = {"passages": passages, "nodes": cited}
         final = step_text
         reply.message_id = self._insert("assistant", [_text_block(final)] if final else [_text_block("")],
-                                        usage=reply.usage.as_dict(), citations=reply.citations, status=reply.status)
+                                        usage=reply.usage.as_dict(), citations=reply.citations, status=reply.status,
+                                        sent={"error": reply.error} if reply.error else None)
         self._remember(message, reply)
 
     def _insert(self, role: str, content: list[dict], *, sent: dict | None = None, usage: dict | None = None,

@@ -634,3 +634,21 @@ def test_sqlite_query_refuses_multiple_statements(runner, store):
     msg = _refused(runner, store, "SELECT 1; DELETE FROM nodes")
     assert "one statement" in msg or "Refused" in msg
     _refused(runner, store, "SELECT 1; SELECT 2")
+
+
+def test_an_incomplete_reply_keeps_its_reason_after_reopening(store, searcher, anth):
+    """A reply cut mid-stream is stored incomplete, and the reason is still there after a restart."""
+    from chat_support import anthropic_provider, new_chat
+    from core.chat import Chat
+    from fakes import cut_after, text
+
+    provider = anthropic_provider(anth)
+    chat = new_chat(store, provider, searcher)
+    anth.script.add(text("Part of an answer that will be cut " * 3), cut_after(2))
+    for _ in chat.send("tell me something"):
+        pass
+    assert chat.last_reply.status == "incomplete"
+    reopened = Chat(store, chat.config, provider, chat_id=chat.id, searcher=searcher)
+    last = reopened.messages()[-1]
+    assert last["status"] == "incomplete"
+    assert last["error"] and "cut" in last["error"]

@@ -125,10 +125,11 @@ def test_tab_change_alters_only_the_suffix(store, searcher, graph, anth):
     assert r1.suffix.datetime == r2.suffix.datetime == r3.suffix.datetime
     for r in (r1, r2, r3):
         assert [b for b in r.blocks() if b.cached] == [b for b in r1.blocks() if b.cached]
-    # the suffix is its own, uncached block after the new user text
+    # the suffix is its own block after the new user text; it carries a breakpoint so a tool loop's
+    # next step can read it, but it never enters the history, so later turns do not reuse it
     last = bodies[1]["messages"][-1]["content"]
     assert last[0]["text"] == message and "cache_control" in last[0]
-    assert last[1]["text"] == r2.suffix.text and "cache_control" not in last[1]
+    assert last[1]["text"] == r2.suffix.text and last[1]["cache_control"] == {"type": "ephemeral"}
     assert last[1]["text"].startswith(f'[Focused nodes — open in the user\'s Focus panel]\nPrimary (active tab): [NODE:{graph["b"]}')
 
 

@@ -73,11 +73,13 @@ def test_anthropic_breakpoints_close_the_system_part_and_the_new_user_text(store
     provider = anthropic_provider(anth)
     chat, turn = a_turn(store, searcher, provider, "first question", Focus((note["id"],), note["id"]))
     body = provider.body(turn)
-    assert cache_control_paths(body) == [f"system[{len(body['system']) - 1}]", "messages[0].content[0]"]
+    assert cache_control_paths(body) == [f"system[{len(body['system']) - 1}]", "messages[0].content[0]",
+                                         "messages[0].content[1]"]
     assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     user = body["messages"][-1]["content"]
     assert user[0] == {"type": "text", "text": "first question", "cache_control": {"type": "ephemeral"}}
-    assert user[1]["text"].startswith("[Focused nodes") and "cache_control" not in user[1]
+    # the suffix closes with its own breakpoint (tools are on), so a tool loop's next step reads it
+    assert user[1]["text"].startswith("[Focused nodes") and user[1]["cache_control"] == {"type": "ephemeral"}
     # the block order of DESIGN.md: tools, system (base + role, core notes, background), messages
     assert [b["text"][:20] for b in body["system"]][1].startswith("## Core notes")
     assert [t["name"] for t in body["tools"]][:2] == ["queryNodes", "getNodesById"]
@@ -101,19 +103,22 @@ def test_anthropic_breakpoints_over_a_conversation_with_tool_loops(store, search
         paths = cache_control_paths(body)
         assert len(paths) <= 4
         assert paths[0] == f"system[{len(body['system']) - 1}]"  # one closes the system part
-    # turn 1, step 1: system + new user text
-    assert cache_control_paths(bodies[0]) == ["system[1]", "messages[0].content[0]"]
+    # turn 1, step 1: system + new user text + the end of the suffix
+    assert cache_control_paths(bodies[0]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]"]
     # inside the tool loop: the sliding breakpoint sits on the newest tool result, and only there
-    assert cache_control_paths(bodies[1]) == ["system[1]", "messages[0].content[0]", "messages[2].content[0]"]
+    assert cache_control_paths(bodies[1]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]",
+                                              "messages[2].content[0]"]
     assert bodies[1]["messages"][2]["content"][0]["type"] == "tool_result"
-    assert cache_control_paths(bodies[2]) == ["system[1]", "messages[0].content[0]", "messages[4].content[0]"]
-    # turn 2: the new user text (before its suffix), plus the previous turn's user text as a fallback anchor
+    assert cache_control_paths(bodies[2]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]",
+                                              "messages[4].content[0]"]
+    # turn 2: the previous turn's user text as a fallback anchor, the new user text (before its
+    # suffix), and the end of the suffix
     b3 = bodies[3]
     new_user = len(b3["messages"]) - 1
-    assert cache_control_paths(b3) == ["system[1]", "messages[0].content[0]", f"messages[{new_user}].content[0]"]
+    assert cache_control_paths(b3) == ["system[1]", "messages[0].content[0]", f"messages[{new_user}].content[0]",
+                                       f"messages[{new_user}].content[1]"]
     assert b3["messages"][new_user]["content"][0]["text"] == "turn two"
-    assert "cache_control" not in b3["messages"][new_user]["content"][1]
-    # turn 3's tool loop: system, anchor, new user text, newest tool result = 4
+    # turn 3's tool loop: system, new user text, suffix, newest tool result = 4 (the anchor gives way)
     b5 = bodies[5]
     assert len(cache_control_paths(b5)) == 4
     assert cache_control_paths(b5)[-1] == f"messages[{len(b5['messages']) - 1}].content[0]"
@@ -149,11 +154,18 @@ def test_anthropic_later_turns_read_the_previous_turn_from_cache(store, searcher
     assert r1.usage["cache_read_input_tokens"] == 0
     written_1 = r1.usage["cache_creation_input_tokens"]
     assert written_1 > 1024
-    # turn 2 reads everything turn 1 wrote, and writes the rest of the history
-    assert r2.usage["cache_read_input_tokens"] == written_1
+    from fakes.tokens import count_text
+
+    def suffix_tokens(r):
+        return count_text(r.body["messages"][-1]["content"][1]["text"])
+
+    # turn 2 reads everything turn 1 wrote up to its user text (its suffix, written for a possible
+    # tool loop, is not part of the history), and writes the rest of the history
+    assert r2.usage["cache_read_input_tokens"] == written_1 - suffix_tokens(r1)
     assert r2.usage["cache_creation_input_tokens"] > 0
     # turn 3 reads all of turn 2's prefix
-    assert r3.usage["cache_read_input_tokens"] == written_1 + r2.usage["cache_creation_input_tokens"]
+    assert r3.usage["cache_read_input_tokens"] == (
+        r2.usage["cache_read_input_tokens"] + r2.usage["cache_creation_input_tokens"] - suffix_tokens(r2))
     # only the suffix (and nothing cached) is plain input
     for r, reply in zip((r1, r2, r3), replies):
         u = r.usage

@@ -1,11 +1,15 @@
-"""Anthropic Messages API: system blocks and explicit cache breakpoints (at most 4):
+"""Anthropic Messages API: system blocks and explicit cache breakpoints (at most 4, in this priority):
 
 1. the end of the system part (tools + system are cached together; optional 1-hour TTL, which the
    API requires to come before shorter ones, and it does: it is the first breakpoint);
 2. the end of the new user text, before the volatile suffix, so the next turn reads the whole
    earlier conversation from cache;
-3. inside a turn's tool loop, the newest tool result (a sliding breakpoint);
-4. the previous turn's user text, a fallback anchor within the 20-block lookback.
+3. the end of the suffix, when the agent has tools: the first step of a tool loop writes it, so the
+   next step reads it (it costs 0.25x of the suffix on turns without tool calls, saves 0.9x on turns
+   with them);
+4. inside a turn's tool loop, the newest tool result (a sliding breakpoint);
+5. the previous turn's user text, a fallback anchor within the 20-block lookback, when a slot is
+   free (the API allows 4: outside a tool loop there is one to spare).
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ class AnthropicProvider(Provider):
         breakpoints += 1
         if req.suffix.text:
             user_content.append({"type": "text", "text": req.suffix.text})
+            if snap.tools:
+                # Written now so a tool loop's next step reads the suffix instead of writing it again
+                # (bench/cache.py: prefix_reuse 0.983 without it, 1.0 with it).
+                user_content[-1]["cache_control"] = dict(ephemeral)
+                breakpoints += 1
         loop = copy.deepcopy(turn.loop)
         if loop:
             last = loop[-1]["content"][-1]
