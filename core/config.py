@@ -166,6 +166,10 @@ def set_value(dotted: str, value: Any, path: Path | None = None) -> Path:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(tomlkit.dumps(doc))
+    try:
+        load(tmp)  # validate before replacing: a bad value never reaches the real file
+    except ConfigError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(str(exc).replace(str(tmp), str(path)) + " Nothing was changed.") from None
     os.replace(tmp, path)
-    load(path)  # validate what was written
     return path

@@ -497,10 +497,14 @@ def cmd_context(args, out: Out) -> int:
     with _store(args) as store:
         for node_id in _focus_arg(args).ordered:
             store.get_node(node_id)  # a clear error for an unknown id
+        last_usage = None
         if args.chat:
             chat = Chat(store, cfg, provider, chat_id=args.chat)
             request = chat.request(args.message, focus=_focus_arg(args))
             key = chat.chat_key
+            # Estimates before sending; what the provider reported for the last reply corrects them.
+            replies = [m for m in chat.messages() if m["role"] == "assistant" and m["usage"]]
+            last_usage = replies[-1]["usage"] if replies else None
         else:
             agent = agents.get(cfg.chat.agent)
             never = set(cfg.never_send) if provider.remote else set()
@@ -513,8 +517,14 @@ def cmd_context(args, out: Out) -> int:
             key = "cairn-chat-new"
         body = provider.body(Turn(request, [], key))
         blocks = [b.summary() for b in request.blocks()]
+    from core.providers.anthropic_provider import min_cacheable
+
+    prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
+              "cache": {"prefix_tokens_est": prefix_est,
+                        "min_cacheable_tokens": min_cacheable(provider.model) if provider.name == "anthropic" else 1024,
+                        "last_reported_usage": last_usage},
               "body": body}
     if out.as_json:
         out.json(result)
@@ -523,6 +533,14 @@ def cmd_context(args, out: Out) -> int:
             out.text(f"{b['name']:>11} ", (("cached" if b["cached"] else "not cached").ljust(11), "green" if b["cached"] else "yellow"),
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
+        cache = result["cache"]
+        below = prefix_est < cache["min_cacheable_tokens"]
+        out.text(f"cached prefix ~{prefix_est} tokens; {provider.model} caches prefixes from "
+                 f"{cache['min_cacheable_tokens']} tokens" + (" — this one is too short to be cached" if below else ""),
+                 style="yellow" if below else "dim")
+        if last_usage:
+            out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
+                     f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")
         out.text("")
         out.text(request.suffix.text or "(empty suffix)")
     return 0
@@ -652,6 +670,42 @@ def cmd_chats(args, out: Out) -> int:
     return 0
 
 
+def cmd_config(args, out: Out) -> int:
+    """Show the settings (key status only, never a key), or change one: `cairn config set chat.provider anthropic`."""
+    from core import config as config_module
+
+    if args.action == "set":
+        if not args.key or args.value is None:
+            raise InvalidInput("Usage: cairn config set KEY VALUE (e.g. chat.provider anthropic).")
+        if args.key.startswith("keys."):
+            raise InvalidInput("Put API keys in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), not on a command line.")
+        value: Any = args.value
+        if value.lower() in ("true", "false"):
+            value = value.lower() == "true"
+        elif args.key == "privacy.never_send":
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        path = config_module.set_value(args.key, value)
+        if not out.as_json:
+            out.text(f"Set {args.key} in {path}")
+    cfg = config_module.load()
+    for warning in cfg.warnings:
+        print(f"cairn: warning: {warning}", file=sys.stderr)
+    info = {"path": str(cfg.path), "exists": cfg.path.exists(), "user_name": cfg.user_name,
+            "chat": dict(cfg.chat.__dict__), "model": cfg.model(), "never_send": cfg.never_send,
+            "mcp_allow_edits": cfg.mcp_allow_edits,
+            "keys": {p: cfg.key_status(p) for p in ("anthropic", "openai")}}
+    if out.as_json:
+        out.json(info)
+    elif args.action != "set":
+        out.text(f"config: {info['path']}" + ("" if info["exists"] else " (not created yet: defaults)"), style="dim")
+        for k, v in info["chat"].items():
+            out.text(f"chat.{k} = {v!r}")
+        out.text(f"privacy.never_send = {info['never_send']!r}")
+        for p, status in info["keys"].items():
+            out.text(f"{p} key: {status}")
+    return 0
+
+
 def cmd_app(args, out: Out) -> int:
     from tui.app import run_app
 
@@ -757,6 +811,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("message", help="the message, or - to read it from stdin")
     chat_options(p)
     p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")
+    p = verb("config", cmd_config, "show the settings, or `config set KEY VALUE`", read=True)
+    p.add_argument("action", nargs="?", choices=["show", "set"], default="show")
+    p.add_argument("key", nargs="?")
+    p.add_argument("value", nargs="?")
     p = verb("chats", cmd_chats, "list conversations", read=True)
     p.add_argument("--limit", "-n", type=int, default=30)
 
