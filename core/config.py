@@ -35,6 +35,11 @@ never_send = []          # dimensions whose nodes never leave the machine, e.g. 
 
 [mcp]
 allow_edits = false
+
+[ui]
+theme = ""               # a Textual theme name, e.g. "nord"; empty: Cairn's own
+
+[keymap]                 # binding id = "key", e.g. quick_capture = "ctrl+k" (ids: press f1 in the app)
 """
 
 
@@ -60,6 +65,8 @@ class Config:
     never_send: list[str] = field(default_factory=list)
     mcp_allow_edits: bool = False
     keys: dict[str, str] = field(default_factory=dict)  # from the file; env wins in api_key()
+    keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
+    theme: str = ""
     warnings: list[str] = field(default_factory=list)
 
     def api_key(self, provider: str) -> str | None:
@@ -132,6 +139,10 @@ def load(path: Path | None = None) -> Config:
     cfg.never_send = [_expect(where, "privacy.never_send[]", d, str) for d in never]
     mcp = _expect(where, "mcp", data.get("mcp", {}), dict)
     cfg.mcp_allow_edits = _expect(where, "mcp.allow_edits", mcp.get("allow_edits", False), bool)
+    keymap = _expect(where, "keymap", data.get("keymap", {}), dict)
+    cfg.keymap = {k: _expect(where, f"keymap.{k}", v, str) for k, v in keymap.items()}
+    ui = _expect(where, "ui", data.get("ui", {}), dict)
+    cfg.theme = _expect(where, "ui.theme", ui.get("theme", ""), str)
     keys = _expect(where, "keys", data.get("keys", {}), dict)
     cfg.keys = {k: _expect(where, f"keys.{k}", v, str) for k, v in keys.items() if v}
     return cfg

@@ -67,7 +67,8 @@ def is_locked(exc: BaseException) -> bool:
 class Database:
     """One connection (owned by one thread) plus explicit, immediate write transactions."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False, migrate: bool = True):
+    def __init__(self, path: str | Path, *, readonly: bool = False, migrate: bool = True, shared: bool = False):
+        """`shared=True` lets other threads use this connection; the caller must serialise use (a lock)."""
         self.path = Path(path)
         self.readonly = readonly
         if not readonly:
@@ -80,9 +81,11 @@ class Database:
         try:
             if readonly:
                 uri = f"file:{self.path}?mode=ro"
-                self.conn = sqlite.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+                self.conn = sqlite.connect(uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                                           check_same_thread=not shared)
             else:
-                self.conn = sqlite.connect(str(self.path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+                self.conn = sqlite.connect(str(self.path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
+                                           check_same_thread=not shared)
         except OperationalError as exc:
             raise DatabaseError(f"Cannot open the database {self.path}: {exc}.") from exc
         self.conn.row_factory = sqlite.Row

@@ -137,8 +137,8 @@ def title_from_text(text: str, limit: int = 80) -> str:
 class Store:
     """The knowledge store over one SQLite file."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False):
-        self.db = Database(path, readonly=readonly)
+    def __init__(self, path: str | Path, *, readonly: bool = False, shared: bool = False):
+        self.db = Database(path, readonly=readonly, shared=shared)
         self.path = self.db.path
 
     def close(self) -> None:

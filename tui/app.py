@@ -1,40 +1,214 @@
-"""The Textual app. A placeholder until the TUI issue: it opens the database and says what is there."""
+"""The Textual app: Nodes (browser) · Focus (tabs of open nodes) · Chat / Context viewer.
+
+The App owns the state that crosses panes (the Focus tabs, the chat) and reacts to the panes'
+messages. Every database, search, index or LLM call runs in a worker; the UI thread only renders.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from textual import on, work
 from textual.app import App, ComposeResult
-from textual.widgets import Footer, Header, Static
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import ContentSwitcher, Footer, Header
 
-from core.store import Store
+from tui.messages import FocusChanged, NodesChanged, OpenNode
+from tui.services import Services
+from tui.widgets.chat_pane import ChatPane
+from tui.widgets.context_viewer import ContextViewer
+from tui.widgets.focus_panel import FocusPanel
+from tui.widgets.node_browser import NodeBrowser
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
+NARROW_WIDTH = 120  # below this, one pane at a time (f3 cycles)
+PANES = ("nodes", "focus", "right")
 
 
 class CairnApp(App):
-    CSS_PATH = str(STYLES / "app.tcss")
+    CSS_PATH = [str(STYLES / name) for name in ("app.tcss", "nodes.tcss", "focus.tcss", "chat.tcss", "modals.tcss")]
     TITLE = "Cairn"
-    BINDINGS = [("ctrl+q", "quit", "Quit")]
+    BINDINGS = [
+        Binding("/", "search", "Search", id="search_nodes"),
+        Binding("ctrl+n", "quick_capture", "Capture", id="quick_capture"),
+        Binding("ctrl+l", "focus_chat", "Chat", id="focus_chat"),
+        Binding("f2", "toggle_viewer", "Context", id="toggle_viewer"),
+        Binding("f3", "cycle_pane", "Next pane", id="cycle_pane"),
+        Binding("f1", "help", "Help", id="help"),
+        Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
+    ]
 
-    def __init__(self, db: Path):
+    def __init__(self, db: Path, *, services: Services | None = None, first_run_prompt: bool = True):
         super().__init__()
+        self.started = time.perf_counter()
         self.db = Path(db)
+        self.services = services or Services(self.db)
+        self.first_run_prompt = first_run_prompt
+        self.startup_ms: float | None = None
+        self._pane = 0
+        self._data_version: int | None = None
 
+    # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(id="placeholder")
+        with Horizontal(id="main"):
+            yield NodeBrowser(self.services, id="nodes", classes="pane current")
+            yield FocusPanel(self.services, id="focus", classes="pane")
+            with ContentSwitcher(initial="chat", id="right", classes="pane"):
+                yield ChatPane(self.services, id="chat")
+                yield ContextViewer(self.services, id="viewer")
         yield Footer()
 
     def on_mount(self) -> None:
+        cfg = self.services.config
+        for warning in cfg.warnings:
+            self.notify(warning, severity="warning")
+        if cfg.theme:
+            if cfg.theme in self.available_themes:
+                self.theme = cfg.theme
+            else:
+                self.notify(f"Unknown theme {cfg.theme!r}; using the default.", severity="warning")
+        if cfg.keymap:
+            self.set_keymap(cfg.keymap)
+        self._apply_width(self.size.width)
+        self.call_after_refresh(self._first_frame)
+
+    def _first_frame(self) -> None:
+        self.startup_ms = (time.perf_counter() - self.started) * 1000
+        self.log(f"startup {self.startup_ms:.0f} ms")
+        self.index_pending()
+        self.watch_database()
+        if self.first_run_prompt:
+            self.check_first_run()
+
+    def on_resize(self, event) -> None:
+        self._apply_width(event.size.width)
+
+    def _apply_width(self, width: int) -> None:
+        self.screen.set_class(width < NARROW_WIDTH, "narrow")
+
+    def action_cycle_pane(self) -> None:
+        panes = [self.query_one(f"#{p}") for p in PANES]
+        self._pane = (self._pane + 1) % len(panes)
+        for i, pane in enumerate(panes):
+            pane.set_class(i == self._pane, "current")
+        target = panes[self._pane]
+        target.focus_default() if hasattr(target, "focus_default") else target.focus()
+
+    def _show_pane(self, name: str) -> None:
+        self._pane = PANES.index(name)
+        for p in PANES:
+            self.query_one(f"#{p}").set_class(p == name, "current")
+
+    # -- actions -------------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        self._show_pane("nodes")
+        self.query_one(NodeBrowser).focus_search()
+
+    def action_focus_chat(self) -> None:
+        self._show_pane("right")
+        self.query_one("#right", ContentSwitcher).current = "chat"
+        self.query_one(ChatPane).focus_input()
+
+    def action_toggle_viewer(self) -> None:
+        switcher = self.query_one("#right", ContentSwitcher)
+        switcher.current = "viewer" if switcher.current == "chat" else "chat"
+        self._show_pane("right")
+
+    def action_quick_capture(self) -> None:
+        from tui.screens.quick_capture import QuickCapture
+
+        self.push_screen(QuickCapture(self.services))
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(self.focused))
+
+    # -- cross-pane state ----------------------------------------------------------------------------
+    @on(OpenNode)
+    def _open_node(self, message: OpenNode) -> None:
+        self._show_pane("focus")
+        self.query_one(FocusPanel).open_node(message.node_id)
+
+    @on(FocusChanged)
+    def _focus_changed(self, message: FocusChanged) -> None:
+        self.query_one(ChatPane).set_focus(message.focus)
+        self.query_one(ContextViewer).set_focus(message.focus)
+
+    @on(NodesChanged)
+    def _nodes_changed(self, message: NodesChanged) -> None:
+        self.query_one(NodeBrowser).reload()
+        self.query_one(FocusPanel).reload(message.node_ids)
+        self.index_pending()
+
+    # -- background work -----------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    def index_pending(self) -> None:
+        """Chunk and embed pending nodes (written here or by other processes) with its own connection."""
+        from core.indexer import Indexer
+        from core.store import Store
+
         with Store(self.db) as store:
-            counts = store.counts()
-        self.query_one("#placeholder", Static).update(
-            f"Database: {self.db}\n\n{counts['nodes']} nodes, {counts['edges']} edges, "
-            f"{counts['chunks']} chunks, {counts['pending']} pending.\n\n"
-            "The full interface (node browser, Focus tabs, chat) is not built yet: this screen is a "
-            "placeholder. Use the command line meanwhile: cairn --help"
-        )
+            indexer = Indexer(store)
+            pending = indexer.pending_count()
+            if not pending:
+                return
+            self.call_from_thread(self.notify, f"Indexing {pending} notes…", timeout=3)
+            report = indexer.run()
+        if report.indexed:
+            self.call_from_thread(self.query_one(NodeBrowser).reload)
+            self.call_from_thread(self.notify, f"Indexed {report.indexed} notes in {report.seconds:.1f} s.", timeout=3)
+        if report.errors:
+            self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
+                                  severity="error")
+
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def watch_database(self) -> None:
+        """Notice writes by other processes: in WAL mode they touch cairn.db-wal; confirm with
+        PRAGMA data_version (which changes only for other connections' commits)."""
+        import watchfiles
+
+        self._data_version = await self._read_data_version()
+        folder = self.db.parent
+        names = {self.db.name, self.db.name + "-wal"}
+        async for changes in watchfiles.awatch(folder, debounce=150, step=50,
+                                               watch_filter=lambda _c, path: Path(path).name in names):
+            version = await self._read_data_version()
+            if version != self._data_version:
+                self._data_version = version
+                self.post_message(NodesChanged())
+
+    async def _read_data_version(self) -> int:
+        import asyncio
+
+        def read() -> int:
+            with self.services.store() as store:
+                return store.db.execute("PRAGMA data_version").fetchone()[0]
+
+        return await asyncio.to_thread(read)
+
+    @work(thread=True, exit_on_error=False)
+    def check_first_run(self) -> None:
+        with self.services.store() as store:
+            empty = store.counts()["nodes"] == 0
+        if empty:
+            from tui.screens.welcome import WelcomeScreen
+
+            self.call_from_thread(self.push_screen, WelcomeScreen(self.services))
+
+    def on_worker_state_changed(self, event) -> None:
+        """One place turns a failed worker into a visible error instead of a crash."""
+        from textual.worker import WorkerState
+
+        if event.state == WorkerState.ERROR:
+            self.notify(f"{event.worker.name or 'background task'} failed: {event.worker.error}", severity="error",
+                        timeout=8)
+
+    def on_unmount(self) -> None:
+        self.services.close()
 
 
 def run_app(db: Path) -> int:

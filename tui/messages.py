@@ -1,0 +1,30 @@
+"""Messages the panes post; the App (which owns the state) handles them with @on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from core.context import Focus
+
+
+@dataclass
+class OpenNode(Message):
+    """Open a node in a Focus tab (or switch to its tab)."""
+
+    node_id: int
+
+
+@dataclass
+class FocusChanged(Message):
+    """The Focus panel's open tabs or active tab changed."""
+
+    focus: Focus
+
+
+@dataclass
+class NodesChanged(Message):
+    """Nodes were created, edited or deleted (here or by another process): refresh views, index."""
+
+    node_ids: tuple[int, ...] = ()
