@@ -82,13 +82,16 @@ class Searcher:
         if expr is None:
             return []
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        sql = f"SELECT rowid, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts WHERE nodes_fts MATCH ?"
-        params: list[Any] = [expr]
         if dimension:
-            sql += " AND rowid IN (SELECT node_id FROM node_dimensions WHERE dimension = ?)"
-            params.append(dimension)
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
+            # Match first, then filter: a rowid-IN next to MATCH makes SQLite run the full-text query
+            # once per node of the dimension (measured 9.2 s against 10 ms at 100k nodes).
+            sql = (f"WITH m AS MATERIALIZED (SELECT rowid AS id, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts"
+                   " WHERE nodes_fts MATCH ?) SELECT id, rank FROM m"
+                   " WHERE id IN (SELECT node_id FROM node_dimensions WHERE dimension = ?) ORDER BY rank LIMIT ?")
+            params: list[Any] = [expr, dimension, limit]
+        else:
+            sql = f"SELECT rowid, bm25(nodes_fts, {weights}) AS rank FROM nodes_fts WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?"
+            params = [expr, limit]
         rows = self.db.execute(sql, params).fetchall()
         return [Candidate(r[0], fts=-r[1], fts_rank=i + 1) for i, r in enumerate(rows)]
 

@@ -120,6 +120,8 @@ class CairnApp(App):
     def action_quick_capture(self) -> None:
         from tui.screens.quick_capture import QuickCapture
 
+        if isinstance(self.screen, QuickCapture):
+            return
         self.push_screen(QuickCapture(self.services))
 
     def action_help(self) -> None:

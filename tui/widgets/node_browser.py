@@ -3,30 +3,446 @@
 - focus_search(): focus the search box.
 - reload(): re-run the current query/sort/filter (nodes changed).
 - posts tui.messages.OpenNode(node_id) when the user presses enter on a node.
+
+How it works: every keystroke in the search box starts an exclusive thread worker (cancelling the
+previous one) that runs a hybrid search (`core.browse.search`, at most 200 hits) or, for an empty
+query, reads the first page of nodes (`core.browse.page`, 200 rows; the next page loads when the
+highlight or the scroll nears the end). Results land in an OptionList (virtual: one line cache, no
+widget per node), each row showing title, updated date, edge count and dimensions.
+
+Keys — search box: type to search, `#tag` (or `#"two words"`) filters by a dimension (`#res` means
+the most used dimension starting with "res"), `enter` opens the highlighted (or top) node, `down`
+moves into the list, `escape` clears the search. List: `enter` opens, `s` cycles the sort
+(relevance → updated → connections), `d` cycles the dimension filter (it rewrites the `#tag` in
+the search box), `up` on the first row goes back to the search box.
 """
 
 from __future__ import annotations
 
-from textual.containers import Vertical
-from textual.widgets import Input, Static
+import time
+from dataclasses import dataclass, field
 
+from textual import on, work
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from core import browse
+from core.safe_text import printable
+from tui.messages import OpenNode
 from tui.services import Services
+
+# Coalesces a burst of keystrokes (or a paste) into one query; well inside the 50 ms keystroke budget.
+DEBOUNCE_S = 0.02
+MORE_MARGIN = 40  # load the next page when the highlight comes this close to the end
+MAX_RELOAD = 2000  # rows a reload re-reads to keep the user's place in a long browse list
+SORT_LABELS = {"relevance": "best match", "updated": "recently updated", "edges": "most connected"}
+
+
+@dataclass(frozen=True)
+class Request:
+    generation: int
+    text: str
+    sort: str
+    offset: int = 0
+    limit: int = browse.PAGE
+
+
+@dataclass
+class Result:
+    request: Request
+    rows: list[dict] = field(default_factory=list)
+    searching: bool = False  # a text query (hits, capped) rather than a browse page
+    dimensions: list[str] = field(default_factory=list)
+    total: int | None = None  # nodes matching a browse filter (first page only)
+    has_more: bool = False
+    totals: dict | None = None  # all nodes / pending / errors (first page only)
+    note: str | None = None
+    options: list[Option] = field(default_factory=list)  # built in the worker: plain data, not widgets
+
+
+def fetch(services: Services, request: Request, cancelled=lambda: False) -> Result | None:
+    """Run one query (in a worker thread); None if it was cancelled on the way."""
+    result = _fetch(services, request, cancelled)
+    if result is not None:
+        result.options = [Option(row_prompt(r), id=str(r["id"])) for r in result.rows]
+    return result
+
+
+def _fetch(services: Services, request: Request, cancelled) -> Result | None:
+    text, tags = browse.split_tags(request.text)
+    result = Result(request, searching=bool(text))
+    with services.store() as store:
+        for tag in tags:
+            dim = browse.resolve_dimension(store, tag)
+            if dim is None:
+                result.note = f"no dimension matches #{tag}"
+                result.total = 0
+                result.totals = browse.totals(store)
+                return result
+            result.dimensions.append(dim)
+        first = request.offset == 0
+        if first:
+            result.totals = browse.totals(store)
+        if not text:
+            sort = "updated" if request.sort == "relevance" else request.sort
+            result.rows = browse.page(store, sort=sort, dimensions=result.dimensions, offset=request.offset,
+                                      limit=request.limit)
+            result.has_more = len(result.rows) == request.limit
+            if first:
+                result.total = browse.count(store, result.dimensions) if result.dimensions else result.totals["nodes"]
+            return result
+    if cancelled():
+        return None
+    with services.searcher() as searcher:
+        ids, result.note = browse.search(searcher, text, dimensions=result.dimensions)
+        if cancelled():
+            return None
+        result.rows = browse.rows(searcher.store, ids)
+    if request.sort != "relevance":
+        result.rows = browse.sort_rows(result.rows, request.sort)
+    return result
+
+
+def describe_error(exc: BaseException) -> str:
+    from core.errors import CairnError
+
+    if isinstance(exc, CairnError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def row_prompt(row: dict) -> Content:
+    """Two lines: the title, then updated date · edges · dimensions. User text is never markup."""
+    edges = row["edge_count"]
+    meta = [row["updated_at"][:10], f"{edges} edge" + ("" if edges == 1 else "s")]
+    if row["chunk_status"] != "indexed":
+        meta.append(row["chunk_status"])
+    dims = " ".join(browse.format_tag(d) for d in row["dimensions"])
+    title = " ".join(printable(row["title"]).split()) or "(untitled)"  # one line, whatever was pasted
+    parts: list = [(title, "bold"), "\n", (" · ".join(meta), "$text-muted")]
+    if dims:
+        parts += [(" · ", "$text-muted"), (printable(dims), "$accent")]
+    return Content.assemble(*parts)
+
+
+class SearchBox(Input):
+    BINDINGS = [
+        Binding("down", "to_list", "Results", id="nodes_to_list", show=False),
+        Binding("escape", "clear_search", "Clear search", id="nodes_clear_search", show=False),
+    ]
+
+    def action_to_list(self) -> None:
+        self.parent.focus_list()  # type: ignore[union-attr]
+
+    def action_clear_search(self) -> None:
+        if self.value:
+            self.value = ""
+        else:
+            self.parent.focus_list()  # type: ignore[union-attr]
+
+
+class NodeList(OptionList):
+    """The results. Bare keys live here, so they act only when the list (not the search box) has focus."""
+
+    BINDINGS = [
+        Binding("s", "cycle_sort", "Sort", id="nodes_sort"),
+        Binding("d", "cycle_dimension", "Dimension", id="nodes_dimension"),
+    ]
+
+    def action_cycle_sort(self) -> None:
+        self.parent.cycle_sort()  # type: ignore[union-attr]
+
+    def action_cycle_dimension(self) -> None:
+        self.parent.cycle_dimension()  # type: ignore[union-attr]
+
+    def action_cursor_up(self) -> None:
+        if not self.highlighted:
+            self.parent.focus_search()  # type: ignore[union-attr]
+        else:
+            super().action_cursor_up()
 
 
 class NodeBrowser(Vertical):
+    class Loaded(Message):
+        def __init__(self, result: Result) -> None:
+            super().__init__()
+            self.result = result
+
+    class Failed(Message):
+        def __init__(self, generation: int, error: str) -> None:
+            super().__init__()
+            self.generation = generation
+            self.error = error
+
+    class DimensionsLoaded(Message):
+        def __init__(self, names: list[str]) -> None:
+            super().__init__()
+            self.names = names
+
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
+        self.sort = "relevance"
+        self._generation = 0
+        self._shown: Request | None = None  # the request whose rows are on screen
+        self._has_more = False
+        self._loading_more = False
+        self._dimension_names: list[str] | None = None
+        self._totals: dict | None = None
+        self._total: int | None = None
+        self._result: Result | None = None
+        self._keep_place = False
+        self._open_when_loaded: int | None = None  # enter came before the results: open the top hit
+        self.border_title = "Nodes"
 
     def compose(self):
-        yield Input(placeholder="/ search nodes", id="node-search")
-        yield Static("(node list: not built yet)", id="node-list")
+        yield SearchBox(placeholder="search · #dimension", id="node-search")
+        yield NodeList(id="node-list")
+        yield Static("", id="node-status")
 
+    def on_mount(self) -> None:
+        self.watch(self.query_one(NodeList), "scroll_y", self._scrolled, init=False)
+        self._start()
+
+    # -- contract ------------------------------------------------------------------------------
     def focus_search(self) -> None:
-        self.query_one("#node-search", Input).focus()
+        self.query_one(SearchBox).focus()
 
     def focus_default(self) -> None:
         self.focus_search()
 
+    def focus_list(self) -> None:
+        node_list = self.query_one(NodeList)
+        if node_list.option_count and node_list.highlighted is None:
+            node_list.highlighted = 0
+        node_list.focus()
+
     def reload(self) -> None:
-        pass
+        self._dimension_names = None
+        self._start(keep_place=True)
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def query_text(self) -> str:
+        return self.query_one(SearchBox).value
+
+    def _start(self, keep_place: bool = False) -> None:
+        self._generation += 1
+        self._keep_place = keep_place
+        self._loading_more = False
+        self._status("searching…" if browse.split_tags(self.query_text)[0] else "loading…")
+        limit = browse.PAGE
+        if keep_place:  # a reload keeps the pages already scrolled through (within reason)
+            limit = min(max(limit, self.query_one(NodeList).option_count), MAX_RELOAD)
+        self._run(Request(self._generation, self.query_text, self.sort, limit=limit))
+
+    @work(thread=True, exclusive=True, group="node-browser", exit_on_error=False)
+    def _run(self, request: Request) -> None:
+        worker = get_current_worker()
+        if request.offset == 0:
+            time.sleep(DEBOUNCE_S)
+            if worker.is_cancelled:
+                return
+        try:
+            result = fetch(self.services, request, lambda: worker.is_cancelled)
+        except Exception as exc:  # a locked or damaged DB, a bad query: shown inline, never a crash
+            self.post_message(self.Failed(request.generation, describe_error(exc)))
+            return
+        if result is not None and not worker.is_cancelled:
+            self.post_message(self.Loaded(result))
+
+    @work(thread=True, exclusive=True, group="node-browser-warm", exit_on_error=False)
+    def _warm_embedder(self) -> None:
+        """Load the query embedder once the list is up, so the first search does not wait ~1 s for it
+        (outside the services lock: the model loads while other panes use the database)."""
+        from core.embedder import shared_embedder
+
+        try:
+            shared_embedder()
+        except Exception:  # search says so itself, and falls back to full text
+            pass
+
+    @on(Input.Changed, "#node-search")
+    def _query_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._start()
+
+    @on(Input.Submitted, "#node-search")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        node_list = self.query_one(NodeList)
+        if self._shown is None or self._shown.generation != self._generation:
+            # Results for what was typed are not in yet: open the top hit once they arrive.
+            self._open_when_loaded = self._generation
+            return
+        if not node_list.option_count:
+            return
+        index = node_list.highlighted or 0
+        self._open(node_list.get_option_at_index(index))
+
+    @on(OptionList.OptionSelected, "#node-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._open(event.option)
+
+    def _open(self, option: Option) -> None:
+        if option.id is not None:
+            self.post_message(OpenNode(int(option.id)))
+
+    @on(Loaded)
+    def _loaded(self, message: Loaded) -> None:
+        message.stop()
+        result = message.result
+        request = result.request
+        if request.generation != self._generation:
+            return  # typed on since; a newer query is running
+        node_list = self.query_one(NodeList)
+        options = result.options
+        if request.offset == 0:
+            previous = node_list.highlighted_option.id if (self._keep_place and node_list.highlighted_option) else None
+            scroll = node_list.scroll_y
+            node_list.set_options(options)
+            self._totals, self._total, self._result = result.totals, result.total, result
+            if options:
+                index = 0
+                if previous is not None:
+                    try:
+                        index = node_list.get_option_index(previous)
+                    except Exception:
+                        index = 0
+                node_list.highlighted = index
+                if self._keep_place:
+                    node_list.scroll_to(y=scroll, animate=False)
+        else:
+            node_list.add_options([o for o in options if o.id not in node_list._id_to_option])
+        if self._shown is None:
+            self._warm_embedder()
+        self._shown = request
+        self._has_more = result.has_more
+        self._loading_more = False
+        self._render_counts()
+        if self._open_when_loaded == request.generation:
+            self._open_when_loaded = None
+            if options:
+                self._open(node_list.get_option_at_index(node_list.highlighted or 0))
+
+    @on(Failed)
+    def _failed(self, message: Failed) -> None:
+        message.stop()
+        if message.generation != self._generation:
+            return
+        self._loading_more = False
+        self._open_when_loaded = None
+        self._status(Content.assemble(("⚠ ", "$error"), (printable(message.error), "$error")))
+
+    # -- paging --------------------------------------------------------------------------------
+    @on(OptionList.OptionHighlighted, "#node-list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        if event.option_index >= event.option_list.option_count - MORE_MARGIN:
+            self._load_more()
+
+    def _scrolled(self, scroll_y: float) -> None:
+        node_list = self.query_one(NodeList)
+        if scroll_y > 0 and scroll_y >= node_list.max_scroll_y - node_list.scrollable_content_region.height:
+            self._load_more()
+
+    def _load_more(self) -> None:
+        shown = self._shown
+        if not self._has_more or self._loading_more or shown is None or shown.generation != self._generation:
+            return
+        self._loading_more = True
+        self._keep_place = False
+        self._run(Request(self._generation, shown.text, shown.sort, offset=self.query_one(NodeList).option_count))
+
+    # -- sort and filter -------------------------------------------------------------------------
+    def sort_options(self) -> tuple[str, ...]:
+        searching = bool(browse.split_tags(self.query_text)[0])
+        return ("relevance", "updated", "edges") if searching else ("updated", "edges")
+
+    def effective_sort(self) -> str:
+        return self.sort if self.sort in self.sort_options() else "updated"
+
+    def cycle_sort(self) -> None:
+        options = self.sort_options()
+        self.sort = options[(options.index(self.effective_sort()) + 1) % len(options)]
+        self.notify(f"Nodes sorted by {SORT_LABELS[self.sort]}.", timeout=2)
+        self._start()
+
+    def cycle_dimension(self) -> None:
+        """Next dimension (most used first, then none), written as the `#tag` in the search box."""
+        if self._dimension_names is None:
+            self._load_dimensions()
+            return
+        self._apply_next_dimension()
+
+    @work(thread=True, exclusive=True, group="node-browser-dimensions", exit_on_error=False)
+    def _load_dimensions(self) -> None:
+        try:
+            with self.services.store() as store:
+                names = browse.dimension_names(store)
+        except Exception as exc:
+            self.post_message(self.Failed(self._generation, describe_error(exc)))
+            return
+        self.post_message(self.DimensionsLoaded(names))
+
+    @on(DimensionsLoaded)
+    def _dimensions_loaded(self, message: DimensionsLoaded) -> None:
+        message.stop()
+        self._dimension_names = message.names
+        self._apply_next_dimension()
+
+    def _apply_next_dimension(self) -> None:
+        names = self._dimension_names or []
+        if not names:
+            self.notify("No node has a dimension yet.", timeout=2)
+            return
+        text, tags = browse.split_tags(self.query_text)
+        current = self._result.dimensions[0].lower() if (self._result and self._result.dimensions) else None
+        lowered = [n.lower() for n in names]
+        if current in lowered:
+            index = lowered.index(current) + 1
+            nxt = names[index] if index < len(names) else None
+        else:
+            nxt = names[0]
+        value = " ".join(p for p in (text, browse.format_tag(nxt) if nxt else "") if p)
+        self.query_one(SearchBox).value = value  # Input.Changed re-runs the query
+        self.notify(f"Dimension: {printable(nxt)}" if nxt else "Dimension: all", timeout=2, markup=False)
+
+    # -- status --------------------------------------------------------------------------------
+    def _status(self, text: str | Content) -> None:
+        self.query_one("#node-status", Static).update(Content(text) if isinstance(text, str) else text)
+
+    def _render_counts(self) -> None:
+        totals = self._totals or {}
+        title = Content.assemble("Nodes", (f" · {totals.get('nodes', 0):,}", "$text-muted"))
+        if totals.get("pending"):
+            title += Content.styled(f" · {totals['pending']:,} pending", "$text-muted")
+        if totals.get("errors"):
+            title += Content.styled(f" · {totals['errors']:,} failed", "$warning")
+        self.border_title = title
+        result = self._result
+        if result is None:
+            return
+        shown = self.query_one(NodeList).option_count
+        parts: list = []
+        if result.searching:
+            capped = shown >= browse.MAX_HITS
+            parts.append(f"{'best ' if capped else ''}{shown:,} match" + ("" if shown == 1 else "es"))
+        elif totals.get("nodes") == 0:
+            self._status(Content("No nodes yet: ctrl+n captures one."))
+            return
+        elif self._total is not None:
+            parts.append(f"{shown:,} of {self._total:,}" if shown < self._total else f"{shown:,} nodes")
+        parts.append(SORT_LABELS[self.effective_sort()])
+        line = Content(" · ".join(parts))
+        for dim in result.dimensions:
+            line += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
+        if result.note:
+            line += Content.styled(" · " + printable(result.note), "$warning")
+        self._status(line)

@@ -1,0 +1,321 @@
+"""The Nodes pane, quick capture and the first-run welcome, driven with Pilot on a real database."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from core import browse, getting_started
+from core.errors import DatabaseError
+from core.store import Store
+from tui.app import CairnApp
+from tui.screens.quick_capture import QuickCapture
+from tui.screens.welcome import WelcomeScreen
+from tui.widgets.focus_panel import FocusPanel
+from tui.widgets.node_browser import NodeBrowser, NodeList, SearchBox
+
+
+@pytest.fixture
+def opened(monkeypatch) -> list[int]:
+    """Node ids the app asked the Focus panel to open (OpenNode reached the app)."""
+    calls: list[int] = []
+    monkeypatch.setattr(FocusPanel, "open_node", lambda self, node_id: calls.append(node_id))
+    return calls
+
+
+@pytest.fixture(autouse=True)
+def _no_background_indexing(monkeypatch):
+    """These tests are about the UI; embedding every note at startup would only slow them down."""
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: None)
+
+
+async def wait_until(pilot, condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within the timeout")
+        await pilot.pause(0.01)
+
+
+def titles(app) -> list[str]:
+    return [option.prompt.plain.split("\n")[0] for option in app.query_one(NodeList).options]
+
+
+def status(app) -> str:
+    return str(app.query_one("#node-status").render())
+
+
+def settled(app, text: str | None = None) -> bool:
+    """The list shows the results of what is in the search box now."""
+    browser = app.query_one(NodeBrowser)
+    shown = browser._shown
+    return shown is not None and shown.generation == browser._generation and (text is None or shown.text == text)
+
+
+async def test_typing_narrows_the_list_and_enter_opens_the_node(store, db_path, opened):
+    quantum = store.add_node("Quantum entanglement", "Spooky action at a distance.")
+    store.add_node("Banana bread", "Flour, ripe bananas, butter.")
+    store.add_node("Sailing knots", "The bowline and the cleat hitch.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 3)
+        assert "3 nodes" in status(app) and "3 pending" in str(app.query_one(NodeBrowser).border_title)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press(*"quant")
+        await wait_until(pilot, lambda: settled(app, "quant"))
+        assert titles(app) == ["Quantum entanglement"]
+        await pilot.press("enter")  # in the search box: opens the top hit
+        await wait_until(pilot, lambda: opened == [quantum["id"]])
+        # down moves into the list; enter there opens the highlighted node too
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press("down")
+        assert isinstance(app.focused, NodeList)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: opened == [quantum["id"], quantum["id"]])
+        # nothing matches: an empty list, no crash (focusing the box selects its text: `end` keeps it)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press("end", *" zebra")
+        await wait_until(pilot, lambda: settled(app, "quant zebra"))
+        assert titles(app) == [] and "0 matches" in status(app)
+
+
+async def test_search_finds_by_meaning_and_leaves_unrelated_nodes_out(store, db_path, indexer):
+    store.add_node("Banana bread", "Flour, ripe bananas, butter, an hour in the oven.")
+    store.add_node("Sailing knots", "The bowline and the cleat hitch.")
+    store.add_node("Quantum entanglement", "Spooky action at a distance.")
+    indexer.run()
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 3)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press(*"baking")  # no word in common with the note
+        await wait_until(pilot, lambda: settled(app, "baking"), timeout=20)
+        assert titles(app) == ["Banana bread"]
+        app.query_one(SearchBox).value = "tying rope on a boat"
+        await wait_until(pilot, lambda: settled(app, "tying rope on a boat"))
+        assert titles(app) == ["Sailing knots"]
+
+
+async def test_sort_toggles_between_recently_updated_and_most_connected(store, db_path):
+    a = store.add_node("Alpha hub", "a")
+    c = store.add_node("Charlie", "c")
+    b = store.add_node("Bravo newest", "b")
+    store.add_edge(a["id"], b["id"], "a knows b")
+    store.add_edge(c["id"], a["id"], "c cites a")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 3)
+        assert titles(app) == ["Bravo newest", "Charlie", "Alpha hub"]  # recently updated first
+        assert "2 edges" in app.query_one(NodeList).options[2].prompt.plain
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press("s")  # in the search box `s` is just a letter
+        assert app.query_one(SearchBox).value == "s"
+        await pilot.press("backspace")
+        app.query_one(NodeBrowser).focus_list()
+        await pilot.press("s")
+        await wait_until(pilot, lambda: settled(app) and app.query_one(NodeBrowser)._shown.sort == "edges")
+        assert titles(app) == ["Alpha hub", "Bravo newest", "Charlie"]  # 2 edges, then 1 each (newest first)
+        assert "most connected" in status(app)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: settled(app) and app.query_one(NodeBrowser)._shown.sort == "updated")
+        assert titles(app) == ["Bravo newest", "Charlie", "Alpha hub"]
+
+
+async def test_dimension_filter_by_tag_and_by_key(store, db_path):
+    store.add_node("Cell biology", "mitochondria", dimensions=["bio"])
+    store.add_node("Protein folding", "alphafold", dimensions=["bio", "ai"])
+    store.add_node("Transformers", "attention", dimensions=["ai"])
+    store.add_node("Untagged", "nothing")
+    store.add_node("Gradient descent", "optimisation", dimensions=["ai"])
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 5)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press(*"#bio")
+        await wait_until(pilot, lambda: settled(app, "#bio"))
+        assert sorted(titles(app)) == ["Cell biology", "Protein folding"]
+        assert "#bio" in status(app)
+        await pilot.press(*" protein")  # words and a dimension together
+        await wait_until(pilot, lambda: settled(app, "#bio protein"))
+        assert titles(app) == ["Protein folding"]
+        # `d` in the list cycles dimensions (most used first) by rewriting the #tag in the search box
+        app.query_one(SearchBox).value = ""
+        await wait_until(pilot, lambda: settled(app, "") and len(titles(app)) == 5)
+        app.query_one(NodeBrowser).focus_list()
+        await pilot.press("d")
+        await wait_until(pilot, lambda: settled(app, "#ai"))
+        assert sorted(titles(app)) == ["Gradient descent", "Protein folding", "Transformers"]
+        await pilot.press("d")
+        await wait_until(pilot, lambda: settled(app, "#bio"))
+        assert len(titles(app)) == 2
+        await pilot.press("d")  # past the last dimension: no filter
+        await wait_until(pilot, lambda: settled(app, ""))
+        assert len(titles(app)) == 5
+        # a tag that matches no dimension says so
+        app.query_one(SearchBox).value = "#nosuch"
+        await wait_until(pilot, lambda: settled(app, "#nosuch"))
+        assert titles(app) == [] and "no dimension matches #nosuch" in status(app)
+
+
+async def test_rich_markup_in_a_title_shows_literally(store, db_path):
+    store.add_node("[bold]x[/] and [link=http://evil]y[/link]", "text", dimensions=["[red]z"])
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        prompt = app.query_one(NodeList).options[0].prompt.plain
+        assert prompt.startswith("[bold]x[/] and [link=http://evil]y[/link]\n")
+        assert "#[red]z" in prompt
+        await pilot.pause()
+        screen = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "[bold]x[/]" in screen
+
+
+async def test_browse_list_pages_instead_of_loading_everything(store, db_path):
+    with store.db.transaction():
+        for i in range(450):
+            store.add_node(f"Note {i:03d}", "")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        node_list = app.query_one(NodeList)
+        await wait_until(pilot, lambda: node_list.option_count == browse.PAGE)
+        assert f"200 of 450" in status(app)
+        node_list.focus()
+        await pilot.press("end")
+        await wait_until(pilot, lambda: node_list.option_count == 400)
+        await pilot.press("end")
+        await wait_until(pilot, lambda: node_list.option_count == 450)
+        assert titles(app)[-1] == "Note 000"
+        # reload keeps the rows already paged in and the highlighted node
+        highlighted = node_list.highlighted_option.id
+        app.query_one(NodeBrowser).reload()
+        await wait_until(pilot, lambda: settled(app))
+        assert node_list.option_count == 450 and node_list.highlighted_option.id == highlighted
+
+
+async def test_a_search_error_shows_inline(store, db_path, monkeypatch):
+    store.add_node("Something", "text")
+
+    def locked(*args, **kwargs):
+        raise DatabaseError("The database stayed locked by another process for too long; try again.")
+
+    monkeypatch.setattr(browse, "search", locked)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press(*"some")
+        await wait_until(pilot, lambda: "locked" in status(app))
+        assert app.is_running
+
+
+async def test_quick_capture_saves_a_node_that_appears_in_the_list(store, db_path):
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: settled(app))
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuickCapture))
+        await pilot.press("tab", *"# Idea", "enter", *"more")
+        await pilot.press("tab", *"ai, Inbox")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, QuickCapture))
+        await wait_until(pilot, lambda: titles(app) == ["Idea"])  # the title is the text's first line
+        with Store(db_path) as other:
+            node = other.recent(1)[0]
+        assert node["source"] == "# Idea\nmore"
+        assert node["dimensions"] == ["ai", "Inbox"]
+
+
+async def test_quick_capture_refuses_empty_and_invalid_input_and_keeps_the_text(store, db_path):
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuickCapture))
+        modal = app.screen
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, QuickCapture)
+        assert "Nothing to save" in str(modal.query_one("#capture-error").render())
+        # a bad event date: an inline message, the modal stays open with everything typed
+        await pilot.press(*"Trip", "tab", *"Lisbon", "tab", "tab", "tab", *"2024-13-01", "ctrl+s")
+        await wait_until(pilot, lambda: "not a date" in str(modal.query_one("#capture-error").render()))
+        assert app.screen is modal
+        assert modal.values()["title"] == "Trip" and modal.values()["source"] == "Lisbon"
+        # a NUL byte in the text is refused the same way
+        modal.query_one("#capture-date").value = ""
+        modal.query_one("#capture-body").text = "bad\x00byte"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "NUL" in str(modal.query_one("#capture-error").render()))
+        assert app.screen is modal
+        # escape with text typed asks first; a second escape discards
+        await pilot.press("escape")
+        assert app.screen is modal
+        await pilot.press("escape")
+        assert not isinstance(app.screen, QuickCapture)
+    with Store(db_path) as check:
+        assert check.counts()["nodes"] == 0
+
+
+async def test_welcome_on_an_empty_database_loads_the_getting_started_graph(db_path, opened):
+    app = CairnApp(db_path, first_run_prompt=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, WelcomeScreen))
+        await pilot.press("g")
+        await wait_until(pilot, lambda: not isinstance(app.screen, WelcomeScreen))
+        await wait_until(pilot, lambda: len(titles(app)) >= 12)
+        assert "Welcome to Cairn" in titles(app)
+        assert len(opened) == 1  # the welcome node opens in Focus
+    with Store(db_path) as check:
+        counts = check.counts()
+        assert counts["nodes"] >= 12 and counts["edges"] >= 12
+        assert check.get_node(opened[0])["title"] == "Welcome to Cairn"
+
+
+async def test_welcome_skip_leaves_the_database_empty(db_path):
+    app = CairnApp(db_path, first_run_prompt=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, WelcomeScreen))
+        await pilot.press("s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, WelcomeScreen))
+        await pilot.pause()
+    with Store(db_path) as check:
+        assert check.counts()["nodes"] == 0
+
+
+async def test_no_welcome_when_the_database_has_nodes(store, db_path):
+    store.add_node("Already here", "")
+    app = CairnApp(db_path, first_run_prompt=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        await app.workers.wait_for_complete([w for w in app.workers if w.name == "check_first_run"])
+        await pilot.pause()
+        assert not isinstance(app.screen, WelcomeScreen)
+
+
+def test_getting_started_load_is_idempotent(store):
+    ids = getting_started.load(store)
+    assert len(ids) >= 12
+    counts = store.counts()
+    assert counts["edges"] >= 12
+    assert store.get_node(ids[0])["title"] == "Welcome to Cairn"
+    assert all(store.get_node(i)["metadata"]["getting_started"] is True for i in ids)
+    # every edge has an explanation; every node is reachable from the welcome node
+    reachable, frontier = {ids[0]}, [ids[0]]
+    while frontier:
+        for edge in store.edges(frontier.pop()):
+            assert edge["explanation"].strip()
+            for other in (edge["from_node_id"], edge["to_node_id"]):
+                if other not in reachable:
+                    reachable.add(other)
+                    frontier.append(other)
+    assert reachable == set(ids)
+    assert getting_started.load(store) == []
+    assert store.counts() == counts
+
+
+def test_search_syntax_helpers():
+    assert browse.split_tags('quantum #ai #"machine learning" x') == ("quantum x", ["ai", "machine learning"])
+    assert browse.split_tags("c#sharp #") == ("c#sharp", [])
+    assert browse.format_tag("machine learning") == '#"machine learning"'
+    assert browse._fts_expression("quantum g") == '(("quantum" AND "g")) OR ("quantum")'
+    assert browse._fts_expression('"open phrase') == '"open phrase"'
