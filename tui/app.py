@@ -49,6 +49,7 @@ class CairnApp(App):
         self.startup_ms: float | None = None
         self._pane = 0
         self._data_version: int | None = None
+        self._signature: tuple = ()
 
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -142,6 +143,8 @@ class CairnApp(App):
 
     @on(NodesChanged)
     def _nodes_changed(self, message: NodesChanged) -> None:
+        if not self.is_running or not self.query(NodeBrowser):
+            return  # closing
         self.query_one(NodeBrowser).reload()
         self.query_one(FocusPanel).reload(message.node_ids)
         self.index_pending()
@@ -169,26 +172,34 @@ class CairnApp(App):
 
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def watch_database(self) -> None:
-        """Notice writes by other processes: in WAL mode they touch cairn.db-wal; confirm with
-        PRAGMA data_version (which changes only for other connections' commits)."""
+        """Notice nodes written by other processes (`cairn add`, the MCP server). In WAL mode a write
+        touches cairn.db-wal, not cairn.db, so the WAL is watched (debounce lowered from watchfiles'
+        1.6 s default); `PRAGMA data_version` confirms another connection committed, and a signature
+        of the node tables tells node changes from chat messages."""
         import watchfiles
 
-        self._data_version = await self._read_data_version()
-        folder = self.db.parent
+        self._data_version, self._signature = await self._read_versions()
         names = {self.db.name, self.db.name + "-wal"}
-        async for changes in watchfiles.awatch(folder, debounce=150, step=50,
-                                               watch_filter=lambda _c, path: Path(path).name in names):
-            version = await self._read_data_version()
+        async for _changes in watchfiles.awatch(self.db.parent, debounce=150, step=50,
+                                                watch_filter=lambda _c, path: Path(path).name in names):
+            version, signature = await self._read_versions()
             if version != self._data_version:
                 self._data_version = version
-                self.post_message(NodesChanged())
+                if signature != self._signature:
+                    self._signature = signature
+                    self.post_message(NodesChanged())
 
-    async def _read_data_version(self) -> int:
+    async def _read_versions(self) -> tuple[int, tuple]:
         import asyncio
 
-        def read() -> int:
+        def read() -> tuple[int, tuple]:
             with self.services.store() as store:
-                return store.db.execute("PRAGMA data_version").fetchone()[0]
+                version = store.db.execute("PRAGMA data_version").fetchone()[0]
+                signature = tuple(store.db.execute(
+                    "SELECT (SELECT COUNT(*) FROM nodes), (SELECT MAX(updated_at) FROM nodes),"
+                    " (SELECT COUNT(*) FROM edges), (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed')"
+                ).fetchone())
+                return version, signature
 
         return await asyncio.to_thread(read)
 

@@ -1,15 +1,94 @@
-"""F1 help for the focused pane. CONTRACT: HelpScreen(focused_widget)."""
+"""F1 help for the focused pane. CONTRACT: HelpScreen(focused_widget).
 
+Lists the key bindings that act where the focus is (the focused widget and its ancestors, nearest
+first) and those that act everywhere (the app), with each binding's key as currently mapped, its
+description and its id — the name to use in the config file's [keymap] table to remap it.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingsMap
+from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
+
+from core.safe_text import printable
+
+
+def _where(node) -> str:
+    if node.id:
+        return f"{type(node).__name__}#{node.id}"
+    return type(node).__name__
+
+
+def binding_rows(focused, app) -> list[tuple[str, str, str, str]]:
+    """(where, keys, description, id) for the focused widget's chain, then the app. A binding shown is
+    one with an id, or one meant for the footer; keys follow the app's keymap."""
+    chain = list(focused.ancestors_with_self) if focused is not None else []
+    chain = [n for n in chain if n is not app]
+    keymap = getattr(app, "_keymap", {}) or {}
+    rows: list[tuple[str, str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for node in [*chain, app]:
+        bindings: BindingsMap = node._bindings.copy()
+        if keymap:
+            bindings.apply_keymap(keymap)
+        grouped: dict[tuple, list[str]] = {}
+        order: list[tuple] = []
+        first: dict[tuple, Binding] = {}
+        for key, binding in bindings:
+            ident = (binding.id or "", binding.action)
+            if ident not in grouped:
+                grouped[ident] = []
+                order.append(ident)
+                first[ident] = binding
+            if key not in grouped[ident]:
+                grouped[ident].append(key)
+        for ident in order:
+            binding = first[ident]
+            if not binding.id and not (binding.show and binding.description):
+                continue
+            if binding.system:
+                continue
+            if ident in seen:
+                continue
+            seen.add(ident)
+            where = "everywhere" if node is app else _where(node)
+            rows.append((where, ", ".join(grouped[ident]), binding.description or binding.action, binding.id or ""))
+    return rows
 
 
 class HelpScreen(ModalScreen):
-    BINDINGS = [("escape", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="close_help")]
 
     def __init__(self, focused=None):
         super().__init__()
         self.focused_widget = focused
 
-    def compose(self):
-        yield Static("(help: not built yet)")
+    def compose(self) -> ComposeResult:
+        from core.paths import config_path
+
+        pane = "nothing focused"
+        if self.focused_widget is not None:
+            pane = _where(self.focused_widget)
+        with Vertical(id="help-dialog", classes="dialog"):
+            yield Static(Text(printable(f"Keys for {pane} (nearest first), then those that work everywhere")),
+                         classes="dialog-title")
+            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            try:
+                where = str(config_path())
+            except Exception:
+                where = "config.toml"
+            yield Static(Text(printable(
+                f"Remap any key by its id in the [keymap] table of {where}, "
+                'e.g. send_message = "ctrl+s". escape closes.')), classes="help-note")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#help-table", DataTable)
+        table.add_columns("Where", "Key", "Action", "Id")
+        for where, keys, description, ident in binding_rows(self.focused_widget, self.app):
+            table.add_row(Text(printable(where)), Text(printable(keys)), Text(printable(description)),
+                          Text(printable(ident)))
+        table.focus()

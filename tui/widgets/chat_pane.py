@@ -1,30 +1,667 @@
 """Chat pane (right). CONTRACT (used by tui/app.py):
 - ChatPane(services, id=...)
 - focus_input(); set_focus(focus: core.context.Focus) (the open tabs, for the next request's suffix).
+
+A reply streams from a thread worker that opens its own Store (a Chat and its connection belong to
+one thread) and forwards the provider's events as small messages; text deltas go through a shared
+buffer and a coalescing message, then into `Markdown.get_stream`, so a flood of tokens never queues
+one UI update per token. Escape stops a reply (the partial reply is kept, marked incomplete).
 """
 
 from __future__ import annotations
 
-from textual.containers import Vertical
-from textual.widgets import Static, TextArea
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
 
+from rich.text import Text
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Markdown, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from core.safe_text import printable
+from tui.messages import NodesChanged, OpenNode
 from tui.services import Services
+
+# Escape waits this long before stopping a reply: over SSH a slow link can split alt+enter's ESC + CR
+# into "escape" then "enter" (Textual merges them only when they arrive within ESCDELAY, 100 ms);
+# an enter inside the grace period turns the pair back into alt+enter instead of a stop.
+STOP_GRACE_S = 0.25
+MAX_SHOWN_MESSAGES = 80  # a resumed chat shows its latest messages (the rest stay in the database)
+NODE_HREF = "cairn:node/"
+
+_PASSAGE_REF = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?![(\[])")
+_NODE_REF = re.compile(r'\[NODE:(\d+)(?::"((?:[^"\\]|\\.)*)")?\]')
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
+
+
+def usage_line(usage: dict | None) -> str:
+    u = usage or {}
+    return (f"in {u.get('input', 0):,} (cache read {u.get('cache_read', 0):,}, write {u.get('cache_write', 0):,})"
+            f" · out {u.get('output', 0):,}")
+
+
+def linkify(text: str, passages: dict[str, int]) -> str:
+    """Turn `[N]` (a retrieved passage) and `[NODE:id:"title"]` into links the pane opens as nodes."""
+
+    def passage(m: re.Match) -> str:
+        node_id = passages.get(m.group(1))
+        return f"[\\[{m.group(1)}\\]]({NODE_HREF}{node_id})" if node_id is not None else m.group(0)
+
+    def node(m: re.Match) -> str:
+        title = f"node {m.group(1)}"
+        if m.group(2) is not None:
+            try:
+                title = json.loads(f'"{m.group(2)}"') or title
+            except ValueError:
+                title = m.group(2)
+        escaped = _MD_SPECIAL.sub(r"\\\1", title)
+        return f"[{escaped}]({NODE_HREF}{m.group(1)})"
+
+    return _NODE_REF.sub(node, _PASSAGE_REF.sub(passage, text))
+
+
+# -- messages from the worker thread (private to the pane) ---------------------------------------------
+@dataclass
+class _ChatReady(Message, bubble=False):
+    turn: int
+    chat_id: int
+    agent: str
+    model: str
+
+
+@dataclass
+class _Deltas(Message, bubble=False):
+    """New text is in the pane's buffer; consecutive ones coalesce (the handler drains the buffer)."""
+
+    turn: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, _Deltas) and message.turn == self.turn
+
+
+@dataclass
+class _Activity(Message, bubble=False):
+    turn: int
+    text: str
+
+
+@dataclass
+class _TurnDone(Message, bubble=False):
+    turn: int
+    text: str
+    status: str
+    error: str | None
+    usage: dict
+    sources: list = field(default_factory=list)  # [(label, node_id | None)]
+    passages: dict = field(default_factory=dict)
+    created: list = field(default_factory=list)
+
+
+@dataclass
+class _TurnFailed(Message, bubble=False):
+    turn: int
+    error: str
+    stored: bool  # whether the user's message reached the database
+
+
+@dataclass
+class _ChatLoaded(Message, bubble=False):
+    chat_id: int
+    title: str
+    agent: str
+    model: str
+    items: list
+    hidden: int
+    total: dict
+
+
+@dataclass
+class _LoadFailed(Message, bubble=False):
+    error: str
+
+
+# -- widgets ---------------------------------------------------------------------------------------------
+class ChatLog(VerticalScroll):
+    """The conversation, anchored to the bottom while a reply streams."""
+
+    BINDINGS = [Binding("c", "copy_reply", "Copy reply", id="copy_reply")]
+
+    def action_copy_reply(self) -> None:
+        pane = self.parent
+        if isinstance(pane, ChatPane):
+            pane.copy_last_reply()
+
+
+class ChatInput(TextArea):
+    """The message editor: enter is a newline; ctrl+j / alt+enter send (bindings on the pane)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        pane = self.parent
+        if event.key == "enter" and isinstance(pane, ChatPane) and pane.stop_pending:
+            # ESC + CR split by a slow link: this was alt+enter, not "stop" then a newline.
+            event.stop()
+            event.prevent_default()
+            pane.cancel_pending_stop()
+            pane.action_send_message()
+
+
+class SourceList(OptionList):
+    """A reply's sources: enter (or a click) opens the node in a Focus tab."""
+
+    def __init__(self, sources: list[tuple[str, int | None]], **kwargs):
+        super().__init__(*[Option(Text(printable(label)), disabled=node_id is None) for label, node_id in sources],
+                         **kwargs)
+        self.node_ids = [node_id for _, node_id in sources]
 
 
 class ChatPane(Vertical):
+    BINDINGS = [
+        Binding("ctrl+j,alt+enter", "send_message", "Send", id="send_message"),
+        Binding("escape", "stop_reply", "Stop reply", id="stop_reply"),
+        Binding("ctrl+o", "chat_list", "Chats", id="chat_list"),
+        Binding("f5", "new_chat", "New chat", id="new_chat"),
+    ]
+
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
+        # (config) -> Provider; tests may inject a provider here. Default: core.providers.make_provider.
+        self.make_provider: Callable | None = None
+        self.chat_id: int | None = None
+        self.chat_title = ""
+        self.chat_agent: str | None = None
+        self.last_reply_text = ""
+        self.last_usage: dict | None = None
+        self._focus = None
+        self._turn = 0
+        self._streaming = False
+        self._cancel = threading.Event()
+        self._buffer: list[str] = []
+        self._buffer_lock = threading.Lock()
+        self._stream = None
+        self._reply_md: Markdown | None = None
+        self._reply_text = ""
+        self._activity: Static | None = None
+        self._activity_lines: list[str] = []
+        self._stop_timer: Timer | None = None
+        self._last_message = ""
+        self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
 
-    def compose(self):
-        yield Static("(chat: not built yet)")
-        yield TextArea(id="chat-input")
+    # -- layout ------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield ChatLog(id="chat-log")
+        yield Static(id="chat-status")
+        yield ChatInput(id="chat-input", soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
+                        placeholder="Ask about your notes… (ctrl+j or alt+enter sends)")
 
+    def on_mount(self) -> None:
+        self.query_one(ChatLog).anchor()
+        self._show_intro()
+        self._update_title()
+        self._set_status("")
+
+    def _show_intro(self) -> None:
+        offline = self.services.config.chat.provider == "offline"
+        lines = ["Ask about your notes. ctrl+j or alt+enter sends, enter is a newline, esc stops a reply.",
+                 "ctrl+o earlier chats · f5 new chat · f2 context and settings · c copies the last reply."]
+        if offline:
+            lines.append("No LLM provider is configured: answers quote your most relevant notes (offline).")
+        self.query_one(ChatLog).mount(Static(Text("\n".join(lines)), classes="chat-intro"))
+
+    def on_show(self) -> None:
+        self._update_title()
+        focused = self.screen.focused
+        if focused is not None and any(not n.display for n in focused.ancestors_with_self if hasattr(n, "display")):
+            self.focus_input()  # the focus was left in a pane that is now hidden (e.g. the viewer)
+
+    # -- contract ----------------------------------------------------------------------------------
     def focus_input(self) -> None:
-        self.query_one("#chat-input", TextArea).focus()
+        self.query_one(ChatInput).focus()
 
     def focus_default(self) -> None:
         self.focus_input()
 
     def set_focus(self, focus) -> None:
-        pass
+        """Remember the Focus tabs for the next request (applied in the worker: no I/O here)."""
+        self._focus = focus
+
+    # -- public helpers (also used by the context viewer) -------------------------------------------
+    @property
+    def draft(self) -> str:
+        return self.query_one(ChatInput).text
+
+    @property
+    def streaming(self) -> bool:
+        return self._streaming
+
+    @property
+    def stop_pending(self) -> bool:
+        return self._stop_timer is not None
+
+    def settings_changed(self) -> None:
+        self._update_title()
+
+    def copy_last_reply(self) -> None:
+        if not self.last_reply_text.strip():
+            self.notify("There is no reply to copy yet.", severity="warning")
+            return
+        self.app.copy_to_clipboard(self.last_reply_text)
+        self.notify(f"Copied the last reply ({len(self.last_reply_text):,} characters) to the clipboard.")
+
+    def _update_title(self) -> None:
+        cfg = self.services.config
+        agent = self.chat_agent or cfg.chat.agent
+        title = Text(printable(f"Chat · {agent} · {cfg.model()}"))
+        if self.chat_title:
+            title.append(printable(f" · {self.chat_title[:40]}"))
+        if self.parent is not None and self.parent.has_class("pane"):
+            if self.display:  # the viewer shares the pane and titles it while it is shown
+                self.parent.border_title = title
+        else:
+            self.border_title = title
+
+    def _set_status(self, text: str) -> None:
+        if not text:
+            total = self._total
+            text = (f"chat #{self.chat_id} · total {usage_line(total)}" if self.chat_id is not None
+                    else "new chat")
+        self.query_one("#chat-status", Static).update(Text(printable(text)))
+
+    # -- sending -----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "stop_reply":
+            return self._streaming
+        return True
+
+    def action_send_message(self) -> None:
+        editor = self.query_one(ChatInput)
+        message = editor.text
+        if not message.strip():
+            self.notify("Type a message first.", severity="warning")
+            return
+        if self._streaming:
+            self.notify("A reply is still streaming: wait for it, or press escape to stop it.", severity="warning")
+            return
+        editor.clear()
+        self._last_message = message
+        log = self.query_one(ChatLog)
+        self._turn += 1
+        self._streaming = True
+        self._cancel = threading.Event()
+        with self._buffer_lock:
+            self._buffer.clear()
+        self._reply_text = ""
+        self._activity_lines = []
+        self._reply_md = Markdown(classes="reply", open_links=False)
+        self._activity = Static(classes="reply-activity")
+        self._activity.display = False
+        log.mount(Static(Text(printable(message)), classes="user-message"))
+        log.mount(self._activity)
+        log.mount(self._reply_md)
+        self._stream = Markdown.get_stream(self._reply_md)
+        log.anchor()
+        log.scroll_end(animate=False)
+        self._set_status("thinking… (esc stops)")
+        self.refresh_bindings()
+        self._send_worker(message, self._turn, self.chat_id, self._focus, self._cancel)
+
+    @work(thread=True, exclusive=True, group="chat-send", exit_on_error=False)
+    def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event) -> None:
+        from core.chat import Chat
+        from core.providers import ProviderError
+        from core.store import Store
+
+        cfg = self.services.config
+        stored = False
+        try:
+            provider = (self.make_provider or _default_provider)(cfg)
+            with Store(self.services.db_path) as store:
+                chat = Chat(store, cfg, provider, chat_id=chat_id, confirm=self._confirm_in_ui(cancel))
+                self.post_message(_ChatReady(turn, chat.id, chat.agent.name, provider.model))
+                if focus is not None:
+                    chat.set_focus(focus)
+                for event in chat.send(message, cancel):
+                    stored = True  # the user's message is stored before the first event
+                    if event.type == "text" and event.text:
+                        with self._buffer_lock:
+                            self._buffer.append(event.text)
+                        self.post_message(_Deltas(turn))
+                    elif event.type == "tool_call" and event.tool_call is not None:
+                        call = event.tool_call
+                        args = call.raw_arguments if call.arguments is None else json.dumps(call.arguments,
+                                                                                            ensure_ascii=False)
+                        self.post_message(_Activity(turn, f"→ {call.name} {args[:120]}"))
+                    elif event.type == "tool_result":
+                        mark = "✗" if event.stop_reason == "error" else "←"
+                        self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
+                reply = chat.last_reply
+                passages = dict(reply.citations.get("passages", {}))
+                sources = _sources(store, reply.citations, reply.created_nodes)
+                self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
+                                            sources, passages, list(reply.created_nodes)))
+        except ProviderError as exc:
+            self.post_message(_TurnFailed(turn, str(exc), stored))
+        except Exception as exc:  # shown inline; the app never crashes on a failed reply
+            self.post_message(_TurnFailed(turn, f"{type(exc).__name__}: {exc}", stored))
+
+    def _confirm_in_ui(self, cancel: threading.Event) -> Callable[[str, dict], bool]:
+        """A confirm callback for the model's edits: asks in a modal, from the worker thread."""
+
+        def confirm(action: str, detail: dict) -> bool:
+            from tui.screens.confirm import ConfirmScreen
+
+            answered = threading.Event()
+            answer = [False]
+            screen_box: list = []
+
+            def done(result) -> None:
+                answer[0] = bool(result)
+                answered.set()
+
+            def ask() -> None:
+                detail_text = json.dumps(detail, ensure_ascii=False)[:600]
+                screen = ConfirmScreen(f"The model wants to {action}:\n{detail_text}\n\nAllow it?")
+                screen_box.append(screen)
+                self.app.push_screen(screen, done)
+
+            self.app.call_from_thread(ask)
+            while not answered.wait(0.1):
+                if cancel.is_set():
+                    if screen_box and screen_box[0].is_current:
+                        self.app.call_from_thread(screen_box[0].dismiss, False)
+                    return False
+            return answer[0]
+
+        return confirm
+
+    # -- worker messages ---------------------------------------------------------------------------
+    @on(_ChatReady)
+    def _chat_ready(self, message: _ChatReady) -> None:
+        if message.turn != self._turn:
+            return
+        if self.chat_id != message.chat_id:
+            self.chat_id = message.chat_id
+            self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self.chat_agent = message.agent
+        if not self.chat_title and self._last_message.strip():
+            self.chat_title = self._last_message.strip().splitlines()[0][:80]  # as core titles a new chat
+        self._update_title()
+        self._set_status("streaming… (esc stops)" if self._reply_text else "thinking… (esc stops)")
+
+    @on(_Deltas)
+    async def _deltas(self, message: _Deltas) -> None:
+        if message.turn != self._turn or self._stream is None:
+            return
+        with self._buffer_lock:
+            text = "".join(self._buffer)
+            self._buffer.clear()
+        if not text:
+            return
+        text = printable(text)
+        if not self._reply_text and not self.stop_pending and not self._cancel.is_set():
+            self._set_status("streaming… (esc stops)")
+        if self._activity_lines and self._reply_text and not self._reply_text.endswith("\n\n"):
+            text = "\n\n" + text  # a new step after tool calls
+        self._reply_text += text
+        await self._stream.write(text)
+
+    @on(_Activity)
+    def _activity_event(self, message: _Activity) -> None:
+        if message.turn != self._turn or self._activity is None:
+            return
+        self._activity_lines.append(printable(message.text))
+        self._activity.update(Text("\n".join(self._activity_lines[-12:])))
+        self._activity.display = True
+
+    @on(_TurnDone)
+    async def _turn_done(self, message: _TurnDone) -> None:
+        if message.turn != self._turn:
+            return
+        await self._deltas(_Deltas(message.turn))  # whatever is still in the buffer
+        await self._end_stream()
+        md = self._reply_md
+        shown = self._reply_text
+        if md is not None:
+            if not shown.strip():
+                md.display = False
+            elif message.passages or "[NODE:" in shown:
+                await md.update(linkify(shown, message.passages))
+        log = self.query_one(ChatLog)
+        if message.error:
+            log.mount(Static(Text(printable("⚠ " + message.error)), classes="chat-error"))
+        status = message.status
+        if status == "incomplete" and not message.error:
+            status = "incomplete (stopped)"
+        log.mount(Static(Text(f"{usage_line(message.usage)} · {status}"), classes=f"reply-meta {message.status}"))
+        if message.sources:
+            log.mount(SourceList(message.sources, classes="sources"))
+        for key in self._total:
+            self._total[key] += int(message.usage.get(key, 0) or 0)
+        self.last_reply_text = shown
+        self.last_usage = message.usage
+        self._finish()
+        if message.created:
+            self.post_message(NodesChanged(tuple(message.created)))
+
+    @on(_TurnFailed)
+    async def _turn_failed(self, message: _TurnFailed) -> None:
+        if message.turn != self._turn:
+            return
+        await self._end_stream()
+        if self._reply_md is not None and not self._reply_text.strip():
+            self._reply_md.display = False
+        self.query_one(ChatLog).mount(Static(Text(printable("⚠ " + message.error)), classes="chat-error"))
+        editor = self.query_one(ChatInput)
+        if not message.stored and not editor.text:
+            # Nothing was stored: give the message back so it can be sent once the problem is fixed.
+            editor.text = self._last_message
+        self._finish()
+
+    async def _end_stream(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+
+    def _finish(self) -> None:
+        self._streaming = False
+        self.cancel_pending_stop()
+        self._set_status("")
+        self.refresh_bindings()
+        self.query_one(ChatLog).scroll_end(animate=False)
+
+    # -- stopping ----------------------------------------------------------------------------------
+    def action_stop_reply(self) -> None:
+        if not self._streaming or self._cancel.is_set():
+            return
+        if self._stop_timer is None:
+            self._stop_timer = self.set_timer(STOP_GRACE_S, self._stop_now)
+
+    def cancel_pending_stop(self) -> None:
+        if self._stop_timer is not None:
+            self._stop_timer.stop()
+            self._stop_timer = None
+
+    def _stop_now(self) -> None:
+        self._stop_timer = None
+        if self._streaming:
+            self._cancel.set()
+            self._set_status("stopping… (the partial reply is kept)")
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    # -- sources and links -------------------------------------------------------------------------
+    @on(OptionList.OptionSelected, ".sources")
+    def _source_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        sources = event.option_list
+        if isinstance(sources, SourceList):
+            node_id = sources.node_ids[event.option_index]
+            if node_id is not None:
+                self.post_message(OpenNode(node_id))
+
+    @on(Markdown.LinkClicked)
+    def _link_clicked(self, event: Markdown.LinkClicked) -> None:
+        event.stop()
+        href = event.href
+        if href.startswith(NODE_HREF):
+            try:
+                self.post_message(OpenNode(int(href[len(NODE_HREF):])))
+            except ValueError:
+                pass
+        else:
+            self.app.copy_to_clipboard(href)
+            self.notify(f"Link copied to the clipboard: {printable(href)[:200]}", markup=False)
+
+    # -- chats -------------------------------------------------------------------------------------
+    def action_new_chat(self) -> None:
+        if self._streaming:
+            self.notify("Stop the streaming reply first (escape).", severity="warning")
+            return
+        self.chat_id = None
+        self.chat_title = ""
+        self.chat_agent = None
+        self.last_reply_text = ""
+        self.last_usage = None
+        self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self.query_one(ChatLog).remove_children()
+        self._show_intro()
+        self._update_title()
+        self._set_status("")
+        self.focus_input()
+
+    def action_chat_list(self) -> None:
+        if self._streaming:
+            self.notify("Stop the streaming reply first (escape).", severity="warning")
+            return
+        from tui.screens.chat_list import ChatListScreen
+
+        def chosen(chat_id) -> None:
+            if chat_id is not None:
+                self.load_chat(int(chat_id))
+
+        self.app.push_screen(ChatListScreen(self.services, current=self.chat_id), chosen)
+
+    def load_chat(self, chat_id: int) -> None:
+        """Show an earlier chat and continue it with the next message."""
+        self.query_one(ChatLog).loading = True
+        self._load_worker(chat_id)
+
+    @work(thread=True, exclusive=True, group="chat-load", exit_on_error=False)
+    def _load_worker(self, chat_id: int) -> None:
+        from core.chat import Chat
+        from core.providers.offline import OfflineProvider
+        from core.store import Store
+
+        try:
+            with Store(self.services.db_path) as store:
+                chat = Chat(store, self.services.config, OfflineProvider(), chat_id=chat_id)
+                row = store.db.execute("SELECT title, model FROM chats WHERE id = ?", (chat_id,)).fetchone()
+                messages = chat.messages()
+                hidden = max(0, len(messages) - MAX_SHOWN_MESSAGES)
+                items = []
+                total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+                for m in messages:
+                    for key in total:
+                        total[key] += int((m["usage"] or {}).get(key, 0) or 0)
+                for m in messages[hidden:]:
+                    item = {"role": m["role"], "text": m["text"], "status": m["status"], "error": m["error"],
+                            "usage": m["usage"], "tools": [], "sources": [], "passages": {}}
+                    for block in m["content"]:
+                        if block.get("type") == "tool_use":
+                            args = json.dumps(block.get("input"), ensure_ascii=False)[:120]
+                            item["tools"].append(f"→ {block.get('name')} {args}")
+                    if m["role"] == "assistant" and m["citations"]:
+                        item["passages"] = dict(m["citations"].get("passages", {}))
+                        item["sources"] = _sources(store, m["citations"], [])
+                    items.append(item)
+            self.post_message(_ChatLoaded(chat_id, row["title"] or "", chat.agent.name, row["model"] or "",
+                                          items, hidden, total))
+        except Exception as exc:
+            self.post_message(_LoadFailed(f"Could not open chat {chat_id}: {exc}"))
+
+    @on(_ChatLoaded)
+    async def _chat_loaded(self, message: _ChatLoaded) -> None:
+        log = self.query_one(ChatLog)
+        await log.remove_children()
+        widgets = []
+        if message.hidden:
+            widgets.append(Static(Text(f"… {message.hidden} earlier messages are not shown."), classes="chat-intro"))
+        last_text = ""
+        for item in message.items:
+            if item["role"] == "user":
+                if item["text"].strip():
+                    widgets.append(Static(Text(printable(item["text"])), classes="user-message"))
+                continue
+            if item["tools"]:
+                widgets.append(Static(Text(printable("\n".join(item["tools"]))), classes="reply-activity"))
+            if item["text"].strip():
+                text = printable(item["text"])
+                widgets.append(Markdown(linkify(text, item["passages"]), classes="reply", open_links=False))
+                last_text = text
+            if item["error"]:
+                widgets.append(Static(Text(printable("⚠ " + item["error"])), classes="chat-error"))
+            if item["usage"] is not None:
+                status = item["status"]
+                widgets.append(Static(Text(f"{usage_line(item['usage'])} · {status}"),
+                                      classes=f"reply-meta {status}"))
+                self.last_usage = item["usage"]
+            if item["sources"]:
+                widgets.append(SourceList(item["sources"], classes="sources"))
+        await log.mount_all(widgets)
+        log.loading = False
+        self.chat_id = message.chat_id
+        self.chat_title = message.title
+        self.chat_agent = message.agent
+        self.last_reply_text = last_text
+        self._total = message.total
+        self._update_title()
+        self._set_status("")
+        log.anchor()
+        log.scroll_end(animate=False)
+        self.focus_input()
+
+    @on(_LoadFailed)
+    def _load_failed(self, message: _LoadFailed) -> None:
+        self.query_one(ChatLog).loading = False
+        self.notify(printable(message.error), severity="error", markup=False)
+
+
+def _default_provider(config):
+    from core.providers import make_provider
+
+    return make_provider(config)
+
+
+def _sources(store, citations: dict, created: list[int]) -> list[tuple[str, int | None]]:
+    """The reply's sources as (label, node id): "[N] Title" for passages, "[NODE:id] Title" for nodes
+    the reply cites, "+ Title (created)" for nodes the model created. Deleted nodes are shown, disabled."""
+    passages = citations.get("passages") or {}
+    nodes = [int(n) for n in citations.get("nodes") or []]
+    ids = [int(v) for v in passages.values()] + nodes + [int(n) for n in created]
+    titles = {n["id"]: n["title"] for n in store.get_nodes(ids)}
+    out: list[tuple[str, int | None]] = []
+
+    def entry(prefix: str, node_id: int, suffix: str = "") -> tuple[str, int | None]:
+        title = titles.get(node_id)
+        if title is None:
+            return f"{prefix} (node {node_id} was deleted)", None
+        return f"{prefix} {title}{suffix}", node_id
+
+    for n, node_id in sorted(passages.items(), key=lambda kv: int(kv[0])):
+        out.append(entry(f"[{n}]", int(node_id)))
+    passage_ids = {int(v) for v in passages.values()}
+    for node_id in nodes:
+        if node_id not in passage_ids:
+            out.append(entry(f"[NODE:{node_id}]", node_id))
+    for node_id in created:
+        out.append(entry("+", int(node_id), " (created by the model)"))
+    return out

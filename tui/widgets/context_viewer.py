@@ -1,22 +1,480 @@
 """Settings / Context viewer (toggled over the chat with f2). CONTRACT (used by tui/app.py):
 - ContextViewer(services, id=...); set_focus(focus: core.context.Focus): re-render at once.
+
+Top: the chat settings (auto-context, provider, model, agent, where the API key comes from — never
+the key). Below: the blocks of the next request exactly as the context engine builds them, with
+cached / not cached marks and token estimates. The prefix blocks are built in a worker and kept; a
+Focus change re-renders only the focus block (a few rows read, no retrieval, no prefix rebuild).
 """
 
 from __future__ import annotations
 
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+import time
+from dataclasses import dataclass, field
 
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Button, Collapsible, Label, Select, Static, Switch
+
+from core.safe_text import printable
 from tui.services import Services
+
+SHOWN_CHARS = 6000  # a block's text is truncated for display beyond this (the request is not)
+MODEL_CHOICES = {
+    "offline": ("offline",),
+    "anthropic": ("claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"),
+    "openai": ("gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini"),
+}
+BLOCK_ORDER = ("tools", "system", "core_notes", "background", "history", "user", "focus", "retrieved", "datetime")
+BLOCK_HELP = {
+    "tools": "the agent's tool schemas",
+    "system": "base context and the agent's instructions",
+    "core_notes": "notes marked always-on",
+    "background": "the most-connected hub nodes (auto-context)",
+    "history": "earlier turns as they were sent",
+    "user": "the message being typed",
+    "focus": "the nodes open in the Focus panel",
+    "retrieved": "passages found for the message",
+    "datetime": "the current date and time",
+}
+
+
+def preview_provider(cfg):
+    """A provider object that lays out a request without an API key (nothing is sent)."""
+    name = cfg.chat.provider
+    model = cfg.model(name)
+    if name == "anthropic":
+        from core.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider("", model, base_url=cfg.base_url(name), cache_ttl=cfg.chat.cache_ttl)
+    if name == "openai":
+        from core.providers.openai_provider import OpenAIProvider
+
+        return OpenAIProvider("", model, base_url=cfg.base_url(name))
+    from core.providers.offline import OfflineProvider
+
+    return OfflineProvider()
+
+
+def cache_minimum(provider_name: str, model: str) -> int:
+    if provider_name == "anthropic":
+        from core.providers.anthropic_provider import min_cacheable
+
+        return min_cacheable(model)
+    return 1024  # OpenAI's implicit prefix caching starts at 1,024 tokens
+
+
+def _shown(text: str) -> str:
+    text = printable(text)
+    if len(text) > SHOWN_CHARS:
+        return text[:SHOWN_CHARS] + f"\n… ({len(text) - SHOWN_CHARS:,} more characters not shown)"
+    return text
+
+
+def _block_title(name: str, cached: bool, tokens: int) -> Content:
+    mark = "cached" if cached else "not cached"
+    return Content(f"{name} · {mark} · ~{tokens:,} tokens (estimate)")
+
+
+def _block_body(name: str, text: str) -> Text:
+    empty = {"focus": "(no focused nodes)", "user": "(empty message)"}.get(name, "(empty)")
+    body = Text(BLOCK_HELP.get(name, name) + "\n", style="italic")
+    body.append(_shown(text) or empty)
+    return body
+
+
+def hidden(widget) -> bool:
+    """Whether the widget, or one of its ancestors, is not displayed."""
+    return any(not node.display for node in widget.ancestors_with_self if hasattr(node, "display"))
+
+
+@dataclass
+class _Blocks(Message, bubble=False):
+    seq: int
+    focus_seq: int
+    blocks: list  # [(name, cached, tokens_est, text)]
+    provider: str
+    model: str
+    chat_id: int | None
+    node_count: int
+    error: str | None = None
+
+
+@dataclass
+class _FocusText(Message, bubble=False):
+    seq: int
+    text: str
+
+
+@dataclass
+class _Saved(Message, bubble=False):
+    text: str
+    ok: bool = True
+    extra: dict = field(default_factory=dict)
 
 
 class ContextViewer(VerticalScroll):
+    BINDINGS = [
+        Binding("r", "refresh_context", "Refresh", id="refresh_context"),
+        Binding("e", "toggle_blocks", "Expand/collapse blocks", id="toggle_blocks"),
+    ]
+
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
+        self.current_focus = None
+        self.focus_text = ""
+        self.focus_rendered_at: float | None = None  # perf_counter when the focus block was last updated
+        self.blocks: list[tuple[str, bool, int, str]] = []
+        self._seq = 0
+        self._focus_seq = 0
+        self._expanded: set[str] = set()
+        self._updating = False
+        self._focus_engine = None
+        self._focus_engine_key = None
 
-    def compose(self):
-        yield Static("(context viewer: not built yet)")
+    # -- layout ------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        cfg = self.services.config
+        with Vertical(id="viewer-settings"):
+            yield Static(Text("Settings"), classes="viewer-heading")
+            with Horizontal(classes="viewer-row"):
+                yield Label(Text("Auto-context (hubs)"), classes="viewer-label")
+                yield Switch(value=cfg.chat.background_context, id="viewer-background")
+            with Horizontal(classes="viewer-row"):
+                yield Label(Text("Provider"), classes="viewer-label")
+                yield Select([(p, p) for p in ("offline", "anthropic", "openai")], value=cfg.chat.provider,
+                             allow_blank=False, compact=True, id="viewer-provider")
+            with Horizontal(classes="viewer-row"):
+                yield Label(Text("Model"), classes="viewer-label")
+                yield Select(self._model_options(), value=cfg.model(), allow_blank=False, compact=True,
+                             id="viewer-model")
+            with Horizontal(classes="viewer-row"):
+                yield Label(Text("Agent"), classes="viewer-label")
+                yield Select(self._agent_options(), value=cfg.chat.agent, allow_blank=False, compact=True,
+                             id="viewer-agent")
+            yield Static(id="viewer-key")
+            yield Static(Text("Provider and model apply from the next message; agent and auto-context from the "
+                              "next chat (f5). Save keeps them in the config file."), classes="viewer-note")
+            yield Button(Text("Save as defaults"), id="viewer-save")
+        yield Static(Text("Next request"), classes="viewer-heading")
+        yield Static(id="viewer-summary")
+        yield Vertical(id="viewer-blocks")
 
+    def _model_options(self) -> list[tuple[str, str]]:
+        cfg = self.services.config
+        models = list(MODEL_CHOICES.get(cfg.chat.provider, ()))
+        current = cfg.model()
+        if current not in models:
+            models.insert(0, current)
+        return [(printable(m), m) for m in models]
+
+    def _agent_options(self) -> list[tuple[str, str]]:
+        from core.agents import BUILT_IN
+
+        return [(a.name, a.name) for a in BUILT_IN.values()]
+
+    def on_mount(self) -> None:
+        self._show_key_status()
+
+    def on_show(self) -> None:
+        focused = self.screen.focused
+        if focused is None or hidden(focused):
+            self.focus()
+        if self.parent is not None and self.parent.has_class("pane"):
+            self.parent.border_title = Text("Settings · next request")
+        self._sync_settings()
+        self.refresh_blocks()
+
+    def _sync_settings(self) -> None:
+        """Show the settings as they are now (the config object is shared and may have changed)."""
+        cfg = self.services.config
+        self.query_one("#viewer-background", Switch).value = cfg.chat.background_context
+        self.query_one("#viewer-provider", Select).value = cfg.chat.provider
+        model = self.query_one("#viewer-model", Select)
+        model.set_options(self._model_options())
+        model.value = cfg.model()
+        self.query_one("#viewer-agent", Select).value = cfg.chat.agent
+        self._show_key_status()
+
+    # -- contract ----------------------------------------------------------------------------------
     def set_focus(self, focus) -> None:
-        pass
+        """The Focus tabs changed: re-render the focus block only (the prefix is kept as it is)."""
+        self.current_focus = focus
+        self._focus_seq += 1
+        self._render_focus(focus, self._focus_seq)
+
+    @work(thread=True, exclusive=True, group="viewer-focus", exit_on_error=False)
+    def _render_focus(self, focus, seq: int) -> None:
+        try:
+            with self.services.store() as store:
+                engine = self._engine_for_focus(store)
+                text = engine.set_focus(focus)
+        except Exception as exc:
+            text = f"(could not render the focus block: {exc})"
+        self.post_message(_FocusText(seq, text))
+
+    def _engine_for_focus(self, store):
+        """A light engine on the shared store, only for the focus block (its lines are cached per node)."""
+        from core import agents
+        from core.context import ContextEngine
+
+        cfg = self.services.config
+        remote = preview_provider(cfg).remote
+        key = (remote, tuple(cfg.never_send))
+        if self._focus_engine is None or self._focus_engine_key != key:
+            never = set(cfg.never_send) if remote else set()
+            self._focus_engine = ContextEngine(store, None, agents.get(cfg.chat.agent), never_send=never)
+            self._focus_engine_key = key
+        return self._focus_engine
+
+    @on(_FocusText)
+    def _focus_ready(self, message: _FocusText) -> None:
+        if message.seq != self._focus_seq:
+            return
+        self._show_focus(message.text)
+
+    def _show_focus(self, text: str) -> None:
+        from core.context import estimate_tokens
+
+        self.focus_text = text
+        self.blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(text), text) for b in self.blocks]
+        try:
+            block = self.query_one("#block-focus", Collapsible)
+        except Exception:
+            return
+        block.title = _block_title("focus", False, estimate_tokens(text))
+        block.query_one(".block-text", Static).update(_block_body("focus", text))
+        self._show_summary()
+        self.focus_rendered_at = time.perf_counter()
+
+    # -- the next request --------------------------------------------------------------------------
+    def action_refresh_context(self) -> None:
+        self.refresh_blocks()
+
+    def refresh_blocks(self) -> None:
+        """Rebuild every block for the current draft (in a worker: retrieval embeds the draft)."""
+        from tui.widgets.chat_pane import ChatPane
+
+        draft, chat_id = "", None
+        for pane in self.screen.query(ChatPane):
+            draft, chat_id = pane.draft, pane.chat_id
+        self._seq += 1
+        if not self.blocks:
+            self.query_one("#viewer-blocks").loading = True
+        self._build(self._seq, self._focus_seq, draft, chat_id, self.current_focus)
+
+    @work(thread=True, exclusive=True, group="viewer-blocks", exit_on_error=False)
+    def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
+        from core import agents
+        from core.chat import Chat
+        from core.context import ContextEngine, ContextRequest, Focus
+        from core.search import Searcher
+        from core.store import Store
+
+        cfg = self.services.config
+        provider = preview_provider(cfg)
+        focus = focus or Focus()
+        try:
+            with Store(self.services.db_path) as store:
+                if chat_id is not None:
+                    request = Chat(store, cfg, provider, chat_id=chat_id).request(draft, focus=focus)
+                else:
+                    agent = agents.get(cfg.chat.agent)
+                    never = set(cfg.never_send) if provider.remote else set()
+                    engine = ContextEngine(store, Searcher(store), agent,
+                                           background_enabled=cfg.chat.background_context, never_send=never)
+                    engine.set_focus(focus)
+                    snapshot = engine.snapshot({"user_name": cfg.user_name or "the user", "chat_id": "new",
+                                                "agent": agent.name, "model": provider.model})
+                    request = ContextRequest(snapshot, [], draft, engine.suffix(draft), provider.model)
+                blocks = [(b.name, b.cached, b.tokens_est, b.text) for b in request.blocks()]
+                if not any(b[0] == "focus" for b in blocks):
+                    blocks.append(("focus", False, 0, ""))
+                blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
+                self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
+                                          len(request.node_ids)))
+        except Exception as exc:
+            self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
+                                      error=f"{type(exc).__name__}: {exc}"))
+
+    @on(_Blocks)
+    async def _blocks_ready(self, message: _Blocks) -> None:
+        if message.seq != self._seq:
+            return
+        container = self.query_one("#viewer-blocks")
+        container.loading = False
+        if message.error:
+            self.blocks = []
+            await container.remove_children()
+            await container.mount(Static(Text(printable("Could not build the request: " + message.error)),
+                                         classes="chat-error"))
+            return
+        blocks = message.blocks
+        if message.focus_seq != self._focus_seq:
+            # The Focus changed while this was built: keep the newer focus block.
+            from core.context import estimate_tokens
+
+            blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(self.focus_text), self.focus_text)
+                      for b in blocks]
+        else:
+            self.focus_text = next((b[3] for b in blocks if b[0] == "focus"), "")
+        self.blocks = blocks
+        self._provider, self._model, self._chat_id = message.provider, message.model, message.chat_id
+        self._node_count = message.node_count
+        widgets = []
+        for name, cached, tokens, text in blocks:
+            widgets.append(Collapsible(Static(_block_body(name, text), classes="block-text"),
+                                       title=_block_title(name, cached, tokens), collapsed=name not in self._expanded,
+                                       id=f"block-{name}", classes="block " + ("cached" if cached else "volatile")))
+        await container.remove_children()
+        await container.mount_all(widgets)
+        self._show_summary()
+        self.focus_rendered_at = time.perf_counter()
+
+    def _show_summary(self) -> None:
+        if not self.blocks:
+            return
+        provider, model = getattr(self, "_provider", "offline"), getattr(self, "_model", "offline")
+        prefix = sum(b[2] for b in self.blocks if b[1])
+        total = sum(b[2] for b in self.blocks)
+        minimum = cache_minimum(provider, model)
+        where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
+        text = Text()
+        text.append(printable(f"{provider} · {model} · {where} · {self._node_count} nodes in the context\n"))
+        text.append(f"total ~{total:,} tokens (estimate) · cached prefix ~{prefix:,} tokens\n")
+        if provider == "offline":
+            text.append("Offline: nothing is sent; this is what a provider would receive.\n", style="dim")
+        long_enough = prefix >= minimum
+        text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
+                    style="" if long_enough else "bold")
+        text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
+                    style="" if long_enough else "bold")
+        last = self._last_usage()
+        if last:
+            from tui.widgets.chat_pane import usage_line
+
+            text.append(f"\nlast reply, as reported: {usage_line(last)}", style="dim")
+        self.query_one("#viewer-summary", Static).update(text)
+
+    def _last_usage(self) -> dict | None:
+        from tui.widgets.chat_pane import ChatPane
+
+        for pane in self.screen.query(ChatPane):
+            if pane.chat_id is not None and pane.chat_id == getattr(self, "_chat_id", None):
+                return pane.last_usage
+        return None
+
+    @on(Collapsible.Expanded)
+    def _expanded_block(self, event: Collapsible.Expanded) -> None:
+        if event.collapsible.id and event.collapsible.id.startswith("block-"):
+            self._expanded.add(event.collapsible.id[len("block-"):])
+
+    @on(Collapsible.Collapsed)
+    def _collapsed_block(self, event: Collapsible.Collapsed) -> None:
+        if event.collapsible.id and event.collapsible.id.startswith("block-"):
+            self._expanded.discard(event.collapsible.id[len("block-"):])
+
+    def action_toggle_blocks(self) -> None:
+        blocks = list(self.query(".block").results(Collapsible))
+        expand = any(b.collapsed for b in blocks)
+        for b in blocks:
+            b.collapsed = not expand
+        self._expanded = {b.id[len("block-"):] for b in blocks if b.id} if expand else set()
+
+    # -- settings ----------------------------------------------------------------------------------
+    def _show_key_status(self) -> None:
+        from urllib.parse import urlparse
+
+        cfg = self.services.config
+        provider = cfg.chat.provider
+        text = Text(f"API key: {cfg.key_status(provider)}")
+        base = cfg.base_url(provider)
+        if base:
+            parsed = urlparse(base)
+            host = parsed.hostname or "?"
+            port = f":{parsed.port}" if parsed.port else ""
+            text.append(printable(f" · server: {host}{port}"))
+        self.query_one("#viewer-key", Static).update(text)
+
+    def _settings_changed(self) -> None:
+        from tui.widgets.chat_pane import ChatPane
+
+        self._show_key_status()
+        for pane in self.screen.query(ChatPane):
+            pane.settings_changed()
+        self._focus_engine = None
+        self.refresh_blocks()
+        if self.current_focus is not None:
+            self.set_focus(self.current_focus)
+
+    @on(Switch.Changed, "#viewer-background")
+    def _background_changed(self, event: Switch.Changed) -> None:
+        event.stop()
+        if bool(event.value) == self.services.config.chat.background_context:
+            return
+        self.services.config.chat.background_context = bool(event.value)
+        self._settings_changed()
+
+    @on(Select.Changed, "#viewer-provider")
+    def _provider_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        cfg = self.services.config
+        if self._updating or event.value == Select.BLANK or event.value == cfg.chat.provider:
+            return
+        cfg.chat.provider = str(event.value)
+        cfg.chat.model = ""  # the provider's default model
+        model = self.query_one("#viewer-model", Select)
+        self._updating = True
+        try:
+            model.set_options(self._model_options())
+            model.value = cfg.model()
+        finally:
+            self._updating = False
+        self._settings_changed()
+
+    @on(Select.Changed, "#viewer-model")
+    def _model_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        cfg = self.services.config
+        if self._updating or event.value == Select.BLANK or event.value == cfg.model():
+            return
+        cfg.chat.model = str(event.value)
+        self._settings_changed()
+
+    @on(Select.Changed, "#viewer-agent")
+    def _agent_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        cfg = self.services.config
+        if self._updating or event.value == Select.BLANK or event.value == cfg.chat.agent:
+            return
+        cfg.chat.agent = str(event.value)
+        self._settings_changed()
+
+    @on(Button.Pressed, "#viewer-save")
+    def _save_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        cfg = self.services.config
+        self._save({"chat.provider": cfg.chat.provider, "chat.model": cfg.chat.model, "chat.agent": cfg.chat.agent,
+                    "chat.background_context": cfg.chat.background_context})
+
+    @work(thread=True, exclusive=True, group="viewer-save", exit_on_error=False)
+    def _save(self, values: dict) -> None:
+        from core import config as config_module
+
+        try:
+            path = None
+            for key, value in values.items():
+                path = config_module.set_value(key, value, self.services.config.path)
+            self.post_message(_Saved(f"Saved the chat settings to {path}."))
+        except Exception as exc:
+            self.post_message(_Saved(f"Could not save the settings: {exc}", ok=False))
+
+    @on(_Saved)
+    def _saved(self, message: _Saved) -> None:
+        self.notify(printable(message.text), severity="information" if message.ok else "error", markup=False)

@@ -1,0 +1,429 @@
+"""The chat pane, the Settings / Context viewer, F1 help and the list of earlier chats, driven with
+Pilot on a real database: the offline provider, the real Anthropic SDK against the fake server, and a
+provider that holds its reply open until the user stops it."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+
+import pytest
+from rich.text import Text
+
+from chat_support import KEY, _no_proxies  # noqa: F401  (autouse fixture: no proxies)
+from core.context import Focus
+from core.providers.base import Provider, StreamEvent, Usage
+from tui.app import CairnApp
+from tui.messages import FocusChanged, OpenNode
+from tui.widgets.chat_pane import ChatInput, ChatLog, ChatPane, SourceList
+from tui.widgets.context_viewer import ContextViewer
+
+SIZE = (160, 48)
+
+
+class RecordingApp(CairnApp):
+    """The real app, also recording the nodes the chat asks to open and what it copies."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.opened: list[int] = []
+        self.copied: list[str] = []
+
+    def watch_database(self) -> None:
+        """Not under test here: the watcher would refresh the other panes on every chat write (and
+        races the end of a short test)."""
+
+    def on_open_node(self, message: OpenNode) -> None:
+        self.opened.append(message.node_id)
+
+    def copy_to_clipboard(self, text: str) -> None:
+        self.copied.append(text)
+        super().copy_to_clipboard(text)
+
+
+class GatedProvider(Provider):
+    """Streams a first piece of text, then waits until the user stops the reply (or 10 s pass)."""
+
+    name = "gated"
+    remote = False
+    supports_tools = False
+
+    def __init__(self):
+        super().__init__("gated-model")
+
+    def stream(self, turn, cancel=None):
+        yield StreamEvent("text", text="Partial answer so far")
+        if cancel is not None and cancel.wait(10):
+            yield StreamEvent("usage", usage=Usage(input=10, output=4))
+            yield StreamEvent("stop", stop_reason="cancelled")
+            return
+        yield StreamEvent("text", text=" and the rest.")
+        yield StreamEvent("usage", usage=Usage(input=10, output=8))
+        yield StreamEvent("stop", stop_reason="end_turn")
+
+
+@pytest.fixture(autouse=True)
+def _one_embedder(embedder, monkeypatch):
+    """The app's workers use the shared embedder: make it the session's (loaded once)."""
+    import core.embedder
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+
+
+@pytest.fixture
+def notes(store, indexer):
+    sourdough = store.add_node("Sourdough starter", "Feed the sourdough starter with flour and water every day "
+                               "and keep it warm so the yeast stays active.")
+    tomatoes = store.add_node("Tomato plants", "Tomato plants need full sun, regular water and support stakes.")
+    indexer.run()
+    return {"sourdough": sourdough["id"], "tomatoes": tomatoes["id"]}
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0, what: str = "condition"):
+    """Poll until the condition holds (a generous timeout, never an assertion about speed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def plain(widget) -> str:
+    content = widget.content
+    return content.plain if isinstance(content, Text) else str(content)
+
+
+async def type_and_send(pilot, app, text: str, key: str = "ctrl+j") -> ChatPane:
+    pane = app.query_one(ChatPane)
+    await pilot.press("ctrl+l")
+    app.query_one(ChatInput).insert(text)
+    await pilot.press(key)
+    return pane
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as text (from the SVG screenshot)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", app.export_screenshot())).replace("\xa0", " ")
+
+
+def metas(app) -> list[str]:
+    return [plain(w) for w in app.query(".reply-meta")]
+
+
+def errors(app) -> list[str]:
+    return [plain(w) for w in app.query(".chat-error")]
+
+
+# -- chat --------------------------------------------------------------------------------------------------
+async def test_offline_answer_is_cited_and_a_source_opens_its_node(notes, db_path):
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        for ch in "sourdough":
+            await pilot.press(ch)
+        await pilot.press("ctrl+j")
+        await wait_for(pilot, lambda: app.query(SourceList), what="the sources list")
+        pane = app.query_one(ChatPane)
+        reply = pane.query(".reply").last()
+        assert "Offline answer" in reply.source
+        assert f"(cairn:node/{notes['sourdough']})" in reply.source  # [1] became a link to the node
+        sources = app.query_one(SourceList)
+        labels = [str(o.prompt) for o in sources.options]
+        assert labels[0] == "[1] Sourdough starter"
+        assert metas(app) and metas(app)[-1].endswith("complete")
+        assert pane.query_one(ChatInput).text == ""
+
+        sources.focus()
+        sources.highlighted = 0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.opened, what="OpenNode")
+        assert app.opened == [notes["sourdough"]]
+
+        app.query_one(ChatLog).focus()
+        await pilot.press("c")
+        assert app.copied and "Sourdough starter" in app.copied[-1]
+
+
+async def test_anthropic_reply_streams_with_usage_and_alt_enter_sends(notes, db_path, monkeypatch):
+    from fakes import FakeAnthropic, text
+
+    with FakeAnthropic() as srv:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        srv.script.add(text("Hello from the fake model, streamed in several pieces.", deltas=6))
+        app = RecordingApp(db_path, first_run_prompt=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            app.services.config.chat.provider = "anthropic"
+            await type_and_send(pilot, app, "Say hello", key="alt+enter")
+            await wait_for(pilot, lambda: metas(app), what="the usage line")
+            pane = app.query_one(ChatPane)
+            assert pane.query(".reply").last().source == "Hello from the fake model, streamed in several pieces."
+            meta = metas(app)[-1]
+            assert meta.startswith("in ") and "cache read" in meta and "· out " in meta and meta.endswith("complete")
+            assert "claude-sonnet-4-6" in str(app.query_one("#right").border_title)
+            assert not errors(app)
+        assert srv.errors == []
+        bodies = [r.body for r in srv.model_requests()]
+        assert bodies and bodies[-1]["stream"] is True
+        assert KEY not in json.dumps(bodies)
+
+
+async def test_escape_stops_a_slow_reply_and_keeps_it_incomplete(notes, db_path, store, monkeypatch):
+    from fakes import FakeAnthropic, slow, text
+
+    with FakeAnthropic() as srv:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        srv.script.add(slow(1.5), text("This reply should never be shown. " * 20, deltas=40))
+        app = RecordingApp(db_path, first_run_prompt=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            app.services.config.chat.provider = "anthropic"
+            pane = await type_and_send(pilot, app, "Tell me a long story")
+            assert pane.streaming
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: metas(app), what="the reply to end")
+            assert "incomplete" in metas(app)[-1]
+            assert not pane.streaming
+    row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
+    assert row["status"] == "incomplete"
+
+
+async def test_partial_reply_is_kept_and_alt_enter_never_stops(notes, db_path, store):
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        pane = app.query_one(ChatPane)
+        pane.make_provider = lambda cfg: GatedProvider()
+        await type_and_send(pilot, app, "Explain the starter")
+        await wait_for(pilot, lambda: "Partial answer" in pane.query(".reply").last().source, what="the first text")
+
+        await pilot.press("alt+enter")  # alt+enter while streaming: a send attempt, never a stop
+        assert not pane.stop_pending and pane.streaming
+        await pilot.press("escape", "enter")  # ESC + CR split by a slow SSH link: alt+enter again
+        assert not pane.stop_pending and pane.streaming
+        assert pane.query_one(ChatInput).text == ""  # and no newline was inserted
+
+        await pilot.press("escape")
+        assert pane.stop_pending
+        await wait_for(pilot, lambda: metas(app), what="the stopped reply")
+        assert metas(app)[-1].endswith("incomplete (stopped)")
+        assert pane.query(".reply").last().source == "Partial answer so far"
+    row = store.db.execute("SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
+    assert row["status"] == "incomplete"
+    assert json.loads(row["content"])[0]["text"] == "Partial answer so far"
+
+
+async def test_model_edits_need_confirmation_and_created_nodes_are_listed(notes, db_path, store, monkeypatch):
+    from fakes import FakeAnthropic, text, tool_call
+
+    from tui.screens.confirm import ConfirmScreen
+
+    with FakeAnthropic() as srv:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        srv.script.add(tool_call("createEdge", {"from_id": notes["sourdough"], "to_id": notes["tomatoes"],
+                                                "explanation": "Both live in the kitchen garden."}),
+                       tool_call("createNode", {"title": "Bread notes"}))
+        srv.script.add(text("Linked them and started a note."))
+        app = RecordingApp(db_path, first_run_prompt=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            app.services.config.chat.provider = "anthropic"
+            await type_and_send(pilot, app, "Link sourdough to tomatoes and start a bread note")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: metas(app), what="the reply")
+            assert metas(app)[-1].endswith("complete")
+            activity = plain(app.query(".reply-activity").last())
+            assert "→ createEdge" in activity and "→ createNode" in activity
+            labels = [str(o.prompt) for o in app.query(SourceList).last().options]
+            assert "+ Bread notes (created by the model)" in labels
+        assert srv.errors == []
+    edges = store.edges(notes["sourdough"])
+    assert [e["explanation"] for e in edges] == ["Both live in the kitchen garden."]
+
+
+async def test_missing_key_is_shown_inline_and_the_message_is_kept(db_path, store):
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.services.config.chat.provider = "anthropic"
+        pane = await type_and_send(pilot, app, "hello there")
+        await wait_for(pilot, lambda: errors(app), what="the inline error")
+        assert "ANTHROPIC_API_KEY" in errors(app)[-1]
+        assert not pane.streaming
+        assert pane.query_one(ChatInput).text == "hello there"  # nothing was sent: the draft is back
+    assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
+
+
+async def test_connection_refused_is_shown_inline(db_path, monkeypatch):
+    from chat_support import closed_port
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.services.config.chat.provider = "anthropic"
+        await type_and_send(pilot, app, "anyone there?")
+        await wait_for(pilot, lambda: errors(app), timeout=30, what="the inline error")
+        assert "connect" in errors(app)[-1].lower()
+        assert metas(app)[-1].endswith("incomplete")
+
+
+async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder):
+    from core.chat import Chat
+    from core.config import Config
+    from core.providers.offline import OfflineProvider
+    from core.search import Searcher
+
+    earlier = Chat(store, Config(), OfflineProvider(), searcher=Searcher(store, embedder))
+    list(earlier.send("what about tomato plants"))
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await pilot.press("ctrl+o")
+        from tui.screens.chat_list import ChatListScreen
+
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen) and app.screen.shown, what="the chats")
+        await pilot.press("enter")
+        pane = app.query_one(ChatPane)
+        await wait_for(pilot, lambda: pane.chat_id == earlier.id and app.query(SourceList), what="the resumed chat")
+        assert [plain(w) for w in app.query(".user-message")] == ["what about tomato plants"]
+        assert "Tomato plants" in pane.query(".reply").last().source
+        assert [str(o.prompt) for o in app.query_one(SourceList).options][0] == "[1] Tomato plants"
+
+        await type_and_send(pilot, app, "and sourdough?")
+        await wait_for(pilot, lambda: len(metas(app)) == 2, what="the next reply")
+        assert pane.chat_id == earlier.id
+
+        await pilot.press("f5")  # a new chat
+        assert pane.chat_id is None and not app.query(".user-message")
+    count = store.db.execute("SELECT COUNT(*) FROM messages WHERE chat_id = ?", (earlier.id,)).fetchone()[0]
+    assert count == 4
+
+
+# -- viewer and help ---------------------------------------------------------------------------------------
+async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_path, monkeypatch):
+    secret = "sk-test-secret"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.services.config.chat.provider = "anthropic"
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        await wait_for(pilot, lambda: viewer.query("#block-focus"), what="the blocks")
+        names = [b[0] for b in viewer.blocks]
+        assert names[:2] == ["tools", "system"] and "focus" in names and "datetime" in names
+        assert "set (from $ANTHROPIC_API_KEY)" in plain(viewer.query_one("#viewer-key"))
+        summary = plain(viewer.query_one("#viewer-summary"))
+        assert "caches prefixes from 1,024 tokens" in summary
+
+        focus_text = lambda: plain(viewer.query_one("#block-focus .block-text"))
+        app.post_message(FocusChanged(Focus(open=(notes["sourdough"],), primary=notes["sourdough"])))
+        await wait_for(pilot, lambda: "Sourdough starter" in focus_text(), what="the focus block")
+        title = str(viewer.query_one("#block-focus").title)
+        assert "not cached" in title and "tokens (estimate)" in title
+        app.post_message(FocusChanged(Focus(open=(notes["sourdough"], notes["tomatoes"]), primary=notes["tomatoes"])))
+        await wait_for(pilot, lambda: "Primary (active tab): [NODE:%d" % notes["tomatoes"] in focus_text(),
+                       what="the new primary")
+        assert "Also open: [NODE:%d" % notes["sourdough"] in focus_text()
+
+        viewer.focus()
+        await pilot.press("e")  # expand every block
+        await pilot.pause()
+        rendered = [plain(w) for w in viewer.query("Static")] + [str(c.title) for c in viewer.query(".block")]
+        assert any("Sourdough starter" in r for r in rendered)
+        assert not any(secret in r for r in rendered)
+        assert secret not in screen_text(app)
+
+        await pilot.press("f2")
+        assert app.query_one("#right").current == "chat"
+
+
+async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
+    from textual.widgets import Select, Switch
+
+    store.add_edge(notes["sourdough"], notes["tomatoes"], "Both grow in the kitchen garden.")
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        names = lambda: [b[0] for b in viewer.blocks]
+        await wait_for(pilot, lambda: "background" in names(), what="the hubs block")
+        background = next(b for b in viewer.blocks if b[0] == "background")
+        assert background[1] is True and "Sourdough starter" in background[3]  # cached, names the hubs
+
+        viewer.query_one("#viewer-background", Switch).value = False
+        await wait_for(pilot, lambda: viewer.blocks and "background" not in names(), what="blocks without hubs")
+        assert app.services.config.chat.background_context is False
+
+        viewer.query_one("#viewer-provider", Select).value = "anthropic"
+        await pilot.pause()
+        assert app.services.config.chat.provider == "anthropic"
+        assert viewer.query_one("#viewer-model", Select).value == "claude-sonnet-4-6"
+        assert "missing (set $ANTHROPIC_API_KEY)" in plain(viewer.query_one("#viewer-key"))
+        assert "Settings" in str(app.query_one("#right").border_title)
+        viewer.query_one("#viewer-agent", Select).value = "worker"
+        await pilot.pause()
+        assert app.services.config.chat.agent == "worker"
+        from textual.widgets import Button
+
+        viewer.query_one("#viewer-save", Button).press()
+        path = app.services.config.path
+        await wait_for(pilot, lambda: path.exists() and 'agent = "worker"' in path.read_text(), what="the saved file")
+        from core.config import load
+
+        saved = load(path)
+        assert (saved.chat.provider, saved.chat.agent, saved.chat.background_context) == ("anthropic", "worker", False)
+        await pilot.press("f2")
+        assert str(app.query_one("#right").border_title) == "Chat · worker · claude-sonnet-4-6"
+
+
+async def test_help_lists_the_chat_bindings_with_ids(db_path):
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        await pilot.press("f1")
+        from textual.widgets import DataTable
+
+        from tui.screens.help import HelpScreen
+
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        table = app.screen.query_one(DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        send = [r for r in rows if r[3] == "send_message"]
+        assert send and send[0][1] == "ctrl+j, alt+enter" and send[0][2] == "Send"
+        assert any(r[3] == "stop_reply" for r in rows) and any(r[3] == "help" for r in rows)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+        app.set_keymap({"send_message": "ctrl+s"})  # what a [keymap] entry in the config does
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen again")
+        table = app.screen.query_one(DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [r[1] for r in rows if r[3] == "send_message"] == ["ctrl+s"]
+
+
+async def test_chat_works_at_80x24(notes, db_path):
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+l")
+        assert app.query_one("#right").styles.display != "none"
+        app.query_one(ChatInput).insert("tomato")
+        await pilot.press("ctrl+j")
+        await wait_for(pilot, lambda: app.query(SourceList), what="the sources list")
+        await pilot.pause()
+        assert app.query_one("#right").size.width >= 70  # the whole width, not the wide layout's 38%
+        assert "[1] Tomato plants" in screen_text(app)

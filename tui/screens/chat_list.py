@@ -1,0 +1,110 @@
+"""Earlier chats, to resume one: `push_screen(ChatListScreen(services, current=id), callback)` →
+callback(chat_id or None). Type to filter by title; enter opens; escape closes."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from core.safe_text import printable
+from tui.services import Services
+
+LIMIT = 500
+
+
+class ChatListScreen(ModalScreen[int | None]):
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="close_chat_list"),
+        Binding("down", "move(1)", "Next", show=False, id="chat_list_next"),
+        Binding("up", "move(-1)", "Previous", show=False, id="chat_list_previous"),
+    ]
+
+    def __init__(self, services: Services, *, current: int | None = None):
+        super().__init__()
+        self.services = services
+        self.current = current
+        self.chats: list[dict] = []
+        self.shown: list[dict] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="chat-list-dialog", classes="dialog"):
+            yield Static(Text("Earlier chats — type to filter, enter opens, escape closes"), classes="dialog-title")
+            yield Input(placeholder="Filter by title…", id="chat-list-filter")
+            yield OptionList(id="chat-list-options")
+            yield Static(id="chat-list-empty")
+
+    def on_mount(self) -> None:
+        self.query_one("#chat-list-options", OptionList).loading = True
+        self.query_one("#chat-list-filter", Input).focus()
+        self._load()
+
+    @work(thread=True, exclusive=True, group="chat-list", exit_on_error=False)
+    def _load(self) -> None:
+        from core.chat import list_chats
+
+        try:
+            with self.services.store() as store:
+                chats = list_chats(store, LIMIT)
+        except Exception as exc:
+            self.app.call_from_thread(self.notify, f"Could not list chats: {exc}", severity="error", markup=False)
+            chats = []
+        self.app.call_from_thread(self._show, chats)
+
+    def _show(self, chats: list[dict]) -> None:
+        self.chats = chats
+        self.query_one("#chat-list-options", OptionList).loading = False
+        self._filter(self.query_one("#chat-list-filter", Input).value)
+
+    def _label(self, chat: dict) -> Text:
+        title = printable(chat["title"] or "(untitled)")
+        label = Text(title, style="bold" if chat["id"] == self.current else "")
+        usage = chat["usage"]
+        when = (chat["updated_at"] or "")[:16].replace("T", " ")
+        label.append(printable(f"\n  #{chat['id']} · {chat['replies']} repl{'y' if chat['replies'] == 1 else 'ies'} · {chat['agent']} · {chat['model']}"
+                               f" · {when} · in {usage['input']:,} out {usage['output']:,}"), style="dim")
+        if chat["id"] == self.current:
+            label.append("  (open now)", style="italic")
+        return label
+
+    @on(Input.Changed, "#chat-list-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self._filter(event.value)
+
+    def _filter(self, text: str) -> None:
+        needle = text.strip().lower()
+        self.shown = [c for c in self.chats if needle in (c["title"] or "").lower()] if needle else list(self.chats)
+        options = self.query_one("#chat-list-options", OptionList)
+        options.clear_options()
+        options.add_options([Option(self._label(c)) for c in self.shown])
+        if self.shown:
+            options.highlighted = 0
+        empty = self.query_one("#chat-list-empty", Static)
+        empty.update(Text("" if self.shown else ("No chat matches." if self.chats else "No chats yet.")))
+
+    def action_move(self, step: int) -> None:
+        options = self.query_one("#chat-list-options", OptionList)
+        if not self.shown:
+            return
+        current = options.highlighted if options.highlighted is not None else -step
+        options.highlighted = max(0, min(len(self.shown) - 1, current + step))
+
+    @on(Input.Submitted, "#chat-list-filter")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        options = self.query_one("#chat-list-options", OptionList)
+        if self.shown and options.highlighted is not None:
+            self.dismiss(self.shown[options.highlighted]["id"])
+
+    @on(OptionList.OptionSelected, "#chat-list-options")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.shown[event.option_index]["id"])
+
+    def action_close(self) -> None:
+        self.dismiss(None)
