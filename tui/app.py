@@ -125,6 +125,18 @@ class CairnApp(App):
             return
         self.push_screen(QuickCapture(self.services))
 
+    async def action_quit(self) -> None:
+        """Quit, asking first if a Focus tab has unsaved edits."""
+        from tui.widgets.node_view import NodeEditor
+
+        if any(editor.dirty for editor in self.query(NodeEditor)):
+            from tui.screens.confirm import ConfirmScreen
+
+            self.push_screen(ConfirmScreen("A Focus tab has unsaved edits. Quit and discard them?", yes="Quit",
+                                           no="Stay"), lambda quit_: self.exit() if quit_ else None)
+            return
+        self.exit()
+
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen
 
@@ -165,6 +177,7 @@ class CairnApp(App):
             report = indexer.run()
         if report.indexed:
             self.call_from_thread(self.query_one(NodeBrowser).reload)
+            self.call_from_thread(self.query_one(FocusPanel).reload, ())
             self.call_from_thread(self.notify, f"Indexed {report.indexed} notes in {report.seconds:.1f} s.", timeout=3)
         if report.errors:
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",

@@ -3,26 +3,295 @@
 - open_node(node_id): open in a new tab or switch to its tab; posts tui.messages.FocusChanged(focus).
 - reload(node_ids): refresh open tabs showing these nodes (empty tuple: all).
 - posts FocusChanged whenever tabs open/close or the active tab changes.
+
+Tabs of open nodes (one NodeView each); the active tab is the primary focused node. The panel's keys
+(ctrl+w, [, ], e, ctrl+e, c) act only when the keyboard is not in a text field.
 """
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.content import Content
+from textual.widgets import Static, TabbedContent, TabPane
 
+from core.context import Focus
+from core.safe_text import printable
+from tui.messages import FocusChanged, NodesChanged
 from tui.services import Services
+from tui.widgets.node_view import NodeView, is_text_field
+
+TAB_LABEL_WIDTH = 24
+EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
+TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "new_edge", "copy_node"}
+NEEDS_NODE = {"edit_node", "new_edge", "copy_node"}
+
+
+def tab_label(title: str) -> Content:
+    title = " ".join(printable(title).split()) or "Untitled"
+    if len(title) > TAB_LABEL_WIDTH:
+        title = title[: TAB_LABEL_WIDTH - 1].rstrip() + "…"
+    return Content(title)  # plain Content: a "[bold]" in a title stays literal
+
+
+class EmptyHint(Static, can_focus=True):
+    """What the panel shows with no tab open; focusable so the pane can hold the keyboard."""
 
 
 class FocusPanel(Vertical):
+    BINDINGS = [
+        Binding("ctrl+w", "close_tab", "Close tab", id="close_tab"),
+        Binding("[", "prev_tab", "Prev tab", id="prev_tab"),
+        Binding("]", "next_tab", "Next tab", id="next_tab"),
+        Binding("e", "edit_node", "Edit", id="edit_node"),
+        Binding("ctrl+e", "new_edge", "Link", id="new_edge"),
+        Binding("c", "copy_node", "Copy", id="copy_node"),
+    ]
+
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
+        self._order: list[int] = []  # node ids in tab order
+        self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
+        self._serial = 0  # reopened while its old pane is still being removed never clashes)
+        self._posted: Focus | None = None
 
-    def compose(self):
-        yield Static("(focus tabs: not built yet)")
+    def compose(self) -> ComposeResult:
+        yield EmptyHint(Text(EMPTY_HINT), classes="focus-empty")
+        yield TabbedContent(id="focus-tabs")
 
+    def on_mount(self) -> None:
+        self.border_title = "Focus"
+        self.query_one("#focus-tabs", TabbedContent).display = False
+
+    # -- state ---------------------------------------------------------------------------------------
+    @property
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#focus-tabs", TabbedContent)
+
+    @property
+    def open_ids(self) -> tuple[int, ...]:
+        return tuple(self._order)
+
+    @property
+    def primary(self) -> int | None:
+        return self._node_of(self.tabs.active or "")
+
+    def _node_of(self, pane: str) -> int | None:
+        for node_id, pid in self._panes.items():
+            if pid == pane and node_id in self._order:
+                return node_id
+        return None
+
+    @property
+    def active_view(self) -> NodeView | None:
+        return self.view(self.primary) if self.primary is not None else None
+
+    def view(self, node_id: int) -> NodeView | None:
+        """The open tab's view of a node (not one whose tab is closing)."""
+        pane = self._panes.get(node_id)
+        for view in self.query(NodeView):
+            if view.node_id == node_id and view.parent is not None and view.parent.id == pane:
+                return view
+        return None
+
+    def focus_default(self) -> None:
+        view = self.active_view
+        if view is not None:
+            view.focus_body()
+        elif not self._order:
+            self.query_one(EmptyHint).focus()
+
+    def _sync(self) -> None:
+        """Post FocusChanged if the open tabs or the primary changed; refresh the footer and hint."""
+        empty = not self._order
+        self.query_one(".focus-empty").display = empty
+        self.tabs.display = not empty
+        self.border_title = f"Focus · {len(self._order)} open" if self._order else "Focus"
+        self.refresh_bindings()
+        active = self.primary
+        if self._order and active is None:
+            return  # between a tab change and its activation; the settled state posts
+        focus = Focus(open=tuple(self._order), primary=active if self._order else None)
+        if focus != self._posted:
+            self._posted = focus
+            self.post_message(FocusChanged(focus))
+
+    # -- opening and closing -------------------------------------------------------------------------
     def open_node(self, node_id: int) -> None:
-        pass
+        """Open a node in a new tab, or switch to its tab; the keyboard follows."""
+        node_id = int(node_id)
+        if node_id in self._order:
+            self._activate(node_id)
+            return
+        self._order.append(node_id)
+        self._serial += 1
+        self._panes[node_id] = pane = f"node-{node_id}-{self._serial}"
+        view = NodeView(self.services, node_id, classes="node-view")
+        added = self.tabs.add_pane(TabPane(tab_label(f"#{node_id}"), view, id=pane))
+        self.tabs.display = True
+        self.query_one(".focus-empty").display = False
 
+        async def activate() -> None:
+            await added
+            if self._panes.get(node_id) == pane:
+                self._activate(node_id)
+
+        self.call_next(activate)
+
+    def _activate(self, node_id: int, *, take_keyboard: bool = True) -> None:
+        self.tabs.active = self._panes[node_id]
+        view = self.view(node_id)
+        if view is not None and take_keyboard:
+            view.focus_body()
+        self._sync()
+
+    def close_node(self, node_id: int) -> None:
+        """Close a node's tab; the tab to its right (else left) becomes primary."""
+        if node_id not in self._order:
+            return
+        index = self._order.index(node_id)
+        was_primary = self.primary == node_id
+        had_keyboard = self.has_focus_within
+        self._order.remove(node_id)
+        successor = self._order[min(index, len(self._order) - 1)] if self._order else None
+        removed = self.tabs.remove_pane(self._panes.pop(node_id))
+
+        async def settle() -> None:
+            await removed
+            if was_primary and successor is not None and successor in self._order:
+                self._activate(successor, take_keyboard=had_keyboard)
+            else:
+                self._sync()
+                if had_keyboard and not self._order:
+                    self.query_one(EmptyHint).focus()
+
+        self.call_next(settle)
+
+    @on(TabbedContent.TabActivated)
+    @on(TabbedContent.Cleared)
+    def _tab_changed(self, event) -> None:
+        self._sync()
+
+    # -- reloading -----------------------------------------------------------------------------------
     def reload(self, node_ids=()) -> None:
-        pass
+        """Refresh the tabs showing these nodes, or linked to them (their titles show in edges); () = all."""
+        wanted = {int(i) for i in node_ids}
+        for view in self.query(NodeView):
+            linked = {e["from_node_id"] for e in view.edges} | {e["to_node_id"] for e in view.edges}
+            if not wanted or view.node_id in wanted or linked & wanted:
+                view.load()
+
+    @on(NodeView.Loaded)
+    def _view_loaded(self, message: NodeView.Loaded) -> None:
+        if self.view(message.view.node_id) is not message.view:
+            return  # a closing tab's late answer
+        try:
+            tab = self.tabs.get_tab(self._panes[message.view.node_id])
+        except Exception:  # the tab closed while the node loaded
+            return
+        tab.label = tab_label(message.node["title"])
+
+    @on(NodeView.Missing)
+    def _view_missing(self, message: NodeView.Missing) -> None:
+        view = message.view
+        if self.view(message.node_id) is not view:
+            return  # a closing tab's late answer
+        editor = view.editor
+        if editor is not None and editor.dirty:
+            return  # keep unsaved text on screen; the editor says the node is gone
+        self.close_node(message.node_id)
+        if view.node is None:
+            self.app.notify(f"There is no node {message.node_id}.", severity="warning")
+        else:
+            self.app.notify(f"“{printable(view.node['title'])}” no longer exists (deleted elsewhere); "
+                            "its tab is closed.", markup=False, severity="warning")
+
+    @on(NodeView.EditingChanged)
+    def _editing_changed(self, message: NodeView.EditingChanged) -> None:
+        self.refresh_bindings()
+
+    # -- keys ----------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action not in TAB_ACTIONS:
+            return True
+        if is_text_field(self.app.focused):
+            return False  # a text field's own keys win
+        view = self.active_view
+        if view is None:
+            return False
+        if action in ("prev_tab", "next_tab") and len(self._order) < 2:
+            return False
+        if action in NEEDS_NODE and (view.node is None or view.editing):
+            return False
+        return True
+
+    def action_close_tab(self) -> None:
+        node_id, view = self.primary, self.active_view
+        if node_id is None or view is None:
+            return
+        editor = view.editor
+        if editor is None or not editor.dirty:
+            self.close_node(node_id)
+            return
+        from tui.screens.confirm import ConfirmScreen
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.close_node(node_id)
+
+        self.app.push_screen(ConfirmScreen("This tab has unsaved changes. Close it and discard them?",
+                                           yes="Discard", no="Keep editing"), answered)
+
+    def _step(self, step: int) -> None:
+        if self.primary is None or not self._order:
+            return
+        index = (self._order.index(self.primary) + step) % len(self._order)
+        self._activate(self._order[index])
+
+    def action_prev_tab(self) -> None:
+        self._step(-1)
+
+    def action_next_tab(self) -> None:
+        self._step(1)
+
+    async def action_edit_node(self) -> None:
+        view = self.active_view
+        if view is not None:
+            await view.start_edit()
+
+    def action_new_edge(self) -> None:
+        view = self.active_view
+        if view is None or view.node is None:
+            return
+        from tui.screens.edge_modal import EdgeModal
+
+        from_id = view.node_id
+
+        def linked(edge: dict | None) -> None:
+            if not edge:
+                return
+            self.app.notify(f"Linked to “{printable(edge.get('to_title') or str(edge['to_node_id']))}”.",
+                            markup=False, timeout=3)
+            self.reload((edge["from_node_id"], edge["to_node_id"]))
+            self.app.post_message(NodesChanged((edge["from_node_id"], edge["to_node_id"])))
+            current = self.view(from_id)
+            if current is not None and self.primary == from_id:
+                current.focus_body()
+
+        self.app.push_screen(EdgeModal(self.services, from_id, view.node["title"]), linked)
+
+    def action_copy_node(self) -> None:
+        view = self.active_view
+        if view is None or view.node is None:
+            return
+        source = view.node.get("source") or ""
+        if not source:
+            self.app.notify("This node has no source text to copy.", severity="warning")
+            return
+        self.app.copy_to_clipboard(source)
+        self.app.notify(f"Copied the source of “{printable(view.node['title'])}” ({len(source):,} characters).",
+                        markup=False, timeout=3)

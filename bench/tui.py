@@ -1,0 +1,209 @@
+"""TUI latency on a 100k-node database: startup (against a bare Textual app), search keystrokes,
+Focus tab switches seen in the Context viewer, memory.
+
+Run:  .venv/bin/python bench/tui.py [--nodes N] [--quick]
+Progress goes to stderr; the last line of stdout is one JSON object.
+
+- startup_ms / startup_bare_ms: wall time from launching a Python process to the app's first
+  rendered frame, headless at 120x40, median of 5 launches each. Both processes pay the interpreter
+  and Textual imports; Cairn also pays its own imports and opening the database. Heavy libraries
+  (onnxruntime, the LLM SDKs) are not imported at startup. startup_list_ms: to the first page of
+  the node list on screen (loaded by a worker after the first frame).
+- keystroke_p50_ms: typing a word into the search box, one key at a time; each sample is the time
+  from the key press to the node list showing the results for the text typed so far (Pilot, headless,
+  same process; the embedder is warm, the vectors mirrored). The DB's vectors are random (as in
+  bench/store.py): the latency is real, the semantic relevance is not.
+- tab_switch_ms: with 10 nodes open in Focus and the Context viewer shown, the time from `]` to the
+  viewer showing the new primary node in its focused-node block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+
+from store import build_db, make_corpus, vocabulary, log  # noqa: E402  (bench/store.py)
+
+SEED = 7
+STARTUP_RUNS = 5
+
+_BARE = r"""
+import sys, time
+from textual.app import App
+from textual.widgets import Header, Footer
+class Bare(App):
+    def compose(self):
+        yield Header(); yield Footer()
+    def on_mount(self):
+        self.call_after_refresh(self.done)
+    def done(self):
+        print("READY", flush=True); self.exit()
+Bare().run(headless=True, size=(120, 40))
+"""
+
+_CAIRN = r"""
+import sys, time
+from tui.app import CairnApp
+from tui.widgets.node_browser import NodeBrowser
+class Timed(CairnApp):
+    def _first_frame(self):
+        super()._first_frame()
+        print("READY", flush=True)
+        self.set_interval(0.005, self.check_list)
+    def check_list(self):
+        if self.query_one(NodeBrowser)._shown is not None:
+            print("LIST", flush=True); self.exit()
+Timed(sys.argv[1], first_run_prompt=False).run(headless=True, size=(120, 40))
+"""
+
+
+def launch(code: str, *args: str, env: dict) -> dict[str, float]:
+    """Milliseconds from process launch to each marker line the child prints."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=str(ROOT))
+    marks = {}
+    for line in proc.stdout:
+        marks[line.strip()] = (time.perf_counter() - t0) * 1000
+    proc.wait(timeout=60)
+    if proc.returncode != 0:
+        raise SystemExit(f"child failed: {proc.stderr.read()[-2000:]}")
+    return marks
+
+
+def bench_startup(db: Path, env: dict) -> dict:
+    bare, ready, listed = [], [], []
+    launch(_BARE, env=env)  # warm the OS file cache for both
+    launch(_CAIRN, str(db), env=env)
+    for _ in range(STARTUP_RUNS):
+        bare.append(launch(_BARE, env=env)["READY"])
+        marks = launch(_CAIRN, str(db), env=env)
+        ready.append(marks["READY"])
+        listed.append(marks["LIST"])
+    return {"startup_ms": round(statistics.median(ready), 1), "startup_bare_ms": round(statistics.median(bare), 1),
+            "startup_list_ms": round(statistics.median(listed), 1),
+            "startup_runs_ms": [round(x, 1) for x in ready], "startup_bare_runs_ms": [round(x, 1) for x in bare]}
+
+
+async def bench_interactive(db: Path, words: list[str]) -> dict:
+    from tui.app import CairnApp
+    from tui.widgets.context_viewer import ContextViewer
+    from tui.widgets.focus_panel import FocusPanel
+    from tui.widgets.node_browser import NodeBrowser
+
+    app = CairnApp(db, first_run_prompt=False)
+    out: dict = {}
+    async with app.run_test(size=(160, 48)) as pilot:
+        browser = app.query_one(NodeBrowser)
+
+        async def until(predicate, timeout=30.0):
+            deadline = time.perf_counter() + timeout
+            while not predicate():
+                if time.perf_counter() > deadline:
+                    raise TimeoutError("the app did not update in time")
+                await pilot.pause(0.001)
+
+        await until(lambda: browser._shown is not None)
+        log("  list shown; warming the searcher")
+        # Warm up: embedder loaded, vectors mirrored, FTS pages cached.
+        with app.services.searcher() as searcher:
+            searcher.query_vector("warm up")
+            searcher.mirror.sync()
+        log("  typing")
+        samples = []
+        for word in words:
+            await pilot.press("/")
+            browser.query_one("Input").value = ""
+            await until(lambda: browser._shown is not None and browser._shown.generation == browser._generation)
+            for ch in word:
+                t0 = time.perf_counter()
+                await pilot.press(ch)
+                await until(lambda: browser._shown is not None and browser._shown.generation == browser._generation
+                            and browser._shown.text == browser.query_text)
+                samples.append((time.perf_counter() - t0) * 1000)
+        samples.sort()
+        out["keystroke_p50_ms"] = round(samples[len(samples) // 2], 2)
+        out["keystroke_p95_ms"] = round(samples[int(len(samples) * 0.95)], 2)
+        out["keystrokes"] = len(samples)
+
+        log(f"  {len(samples)} keystrokes; opening 10 tabs")
+        focus = app.query_one(FocusPanel)
+        for node_id in range(1, 11):
+            focus.open_node(node_id)
+            await pilot.pause()
+        # (workers.wait_for_complete() would wait for the database watcher, which never ends)
+        await until(lambda: len(focus.query("TabPane")) >= 10)
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        focus.focus()
+        await pilot.pause()
+        log("  switching tabs")
+        switches = []
+        for _ in range(20):
+            before = viewer.focus_text
+            t0 = time.perf_counter()
+            await pilot.press("]")
+            await until(lambda: viewer.focus_text != before)
+            switches.append((time.perf_counter() - t0) * 1000)
+        switches.sort()
+        out["tab_switch_ms"] = round(switches[len(switches) // 2], 2)
+        out["tab_switch_p95_ms"] = round(switches[int(len(switches) * 0.95)], 2)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    n = 10_000 if args.quick else args.nodes
+    started = time.perf_counter()
+    rng = np.random.default_rng(SEED)
+    with tempfile.TemporaryDirectory(prefix="cairn-bench-tui-") as tmp:
+        tmp = Path(tmp)
+        env = dict(os.environ, CAIRN_HOME=str(tmp / "home"), HOME=str(tmp))
+        os.environ.update(CAIRN_HOME=env["CAIRN_HOME"], HOME=env["HOME"])
+        db = tmp / "home" / "cairn.db"
+        from core.store import Store
+
+        log(f"building {n:,} nodes")
+        vocab = vocabulary(rng, 30_000)
+        titles, sources, _ = make_corpus(n, rng, vocab)
+        with Store(db) as store:
+            build_db(store, titles, sources, rng)
+            store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        words = [w for w in vocab[400:2000:40]][:20]
+        log("startup")
+        result = {"bench": "tui", "nodes": n}
+        result.update(bench_startup(db, env))
+        log("keystrokes and tab switches")
+        import asyncio
+
+        result.update(asyncio.run(bench_interactive(db, words)))
+        result["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["targets"] = {
+            "startup_ms<=1.5*startup_bare_ms": result["startup_ms"] <= 1.5 * result["startup_bare_ms"],
+            "keystroke_p50_ms<=50": result["keystroke_p50_ms"] <= 50,
+            "tab_switch_ms<=30": result["tab_switch_ms"] <= 30,
+        }
+        result["total_s"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""A yes/no question as a small modal: `push_screen(ConfirmScreen(question), callback)` → callback(bool).
+
+`y` or the Yes button answers True; `n`, escape or the No button answers False. The question is shown
+as plain text (node titles in it are never read as markup).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from core.safe_text import printable
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask one yes/no question; dismiss with the answer."""
+
+    DEFAULT_CSS = """
+    ConfirmScreen {
+        align: center middle;
+    }
+    ConfirmScreen > #confirm-dialog {
+        width: 60;
+        max-width: 95%;
+        height: auto;
+        max-height: 90%;
+        padding: 1 2;
+        border: thick $warning;
+        background: $surface;
+    }
+    ConfirmScreen #confirm-question {
+        width: 1fr;
+        margin-bottom: 1;
+    }
+    ConfirmScreen #confirm-buttons {
+        height: auto;
+        align-horizontal: right;
+    }
+    ConfirmScreen #confirm-buttons Button {
+        margin-left: 2;
+    }
+    """
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm_yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm_no"),
+    ]
+
+    def __init__(self, question: str, *, yes: str = "Yes", no: str = "No", default: bool = False):
+        super().__init__()
+        self.question = question
+        self.yes_label = yes
+        self.no_label = no
+        self.default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-dialog"):
+            yield Static(Text(printable(self.question)), id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(Text(self.yes_label), id="confirm-yes", variant="warning")
+                yield Button(Text(self.no_label), id="confirm-no")
+
+    def on_mount(self) -> None:
+        self.query_one("#confirm-yes" if self.default else "#confirm-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(bool(answer))
