@@ -207,6 +207,18 @@ class ContextViewer(VerticalScroll):
         """The Focus tabs changed: re-render the focus block only (the prefix is kept as it is)."""
         self.current_focus = focus
         self._focus_seq += 1
+        # The focus block is cheap (one indexed read of the open nodes; each node's line is cached by
+        # its updated_at), so it is rendered here, at once, unless a worker holds the store; a worker
+        # hop would queue the result behind the screen's relayout of the newly shown tab.
+        if self.services._lock.acquire(blocking=False):
+            try:
+                text = self._engine_for_focus(self.services._store).set_focus(focus)
+            except Exception as exc:  # shown in the block, never a crash
+                text = f"(could not render the focus block: {exc})"
+            finally:
+                self.services._lock.release()
+            self._show_focus(text)
+            return
         self._render_focus(focus, self._focus_seq)
 
     @work(thread=True, exclusive=True, group="viewer-focus", exit_on_error=False)
