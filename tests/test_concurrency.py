@@ -17,7 +17,7 @@ from core.store import Store
 
 WORDS = """river mountain algorithm protein galaxy violin harvest quantum ledger glacier syntax orchard
 neuron carbon sonnet bridge compiler lantern meadow tariff enzyme comet pottery falcon thunder archive""".split()
-INITIAL = 250
+INITIAL = 2000  # several indexer batches (~512 short notes each), so the adds meet its transactions
 ADDS = 30
 
 
