@@ -202,6 +202,7 @@ class FocusPanel(Vertical):
         except Exception:  # the tab closed while the node loaded
             return
         tab.label = tab_label(message.node["title"])
+        self.refresh_bindings()  # e, ctrl+e and c apply now that the node is loaded
 
     @on(NodeView.Missing)
     def _view_missing(self, message: NodeView.Missing) -> None:
@@ -212,6 +213,7 @@ class FocusPanel(Vertical):
         if editor is not None and editor.dirty:
             return  # keep unsaved text on screen; the editor says the node is gone
         self.close_node(message.node_id)
+        self.refresh_bindings()
         if view.node is None:
             self.app.notify(f"There is no node {message.node_id}.", severity="warning")
         else:
