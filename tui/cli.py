@@ -493,7 +493,9 @@ def cmd_context(args, out: Out) -> int:
     from core.search import Searcher
 
     cfg = _config(args)
-    provider = _preview_provider(cfg)
+    from core.providers import preview_provider
+
+    provider = preview_provider(cfg)
     with _store(args) as store:
         for node_id in _focus_arg(args).ordered:
             store.get_node(node_id)  # a clear error for an unknown id
@@ -544,23 +546,6 @@ def cmd_context(args, out: Out) -> int:
         out.text("")
         out.text(request.suffix.text or "(empty suffix)")
     return 0
-
-
-def _preview_provider(cfg):
-    """A provider object that can lay out a request body without an API key."""
-    name = cfg.chat.provider
-    model = cfg.model(name)
-    if name == "anthropic":
-        from core.providers.anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider("", model, base_url=cfg.base_url(name), cache_ttl=cfg.chat.cache_ttl)
-    if name == "openai":
-        from core.providers.openai_provider import OpenAIProvider
-
-        return OpenAIProvider("", model, base_url=cfg.base_url(name))
-    from core.providers.offline import OfflineProvider
-
-    return OfflineProvider()
 
 
 def cmd_ask(args, out: Out) -> int:

@@ -40,6 +40,24 @@ def make_provider(config, name: str | None = None, model: str | None = None) -> 
     return OpenAIProvider(key, model, base_url=base_url)
 
 
+def preview_provider(config) -> Provider:
+    """The configured provider, able to lay out a request body without an API key (nothing is sent):
+    for `cairn context` and the Context viewer."""
+    name = config.chat.provider
+    model = config.model(name)
+    if name == "anthropic":
+        from core.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider("", model, base_url=config.base_url(name), cache_ttl=config.chat.cache_ttl)
+    if name == "openai":
+        from core.providers.openai_provider import OpenAIProvider
+
+        return OpenAIProvider("", model, base_url=config.base_url(name))
+    from core.providers.offline import OfflineProvider
+
+    return OfflineProvider()
+
+
 def _is_loopback(url: str) -> bool:
     from urllib.parse import urlparse
 

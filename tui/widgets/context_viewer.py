@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.widgets import Button, Collapsible, Label, Select, Static, Switch
 
 from core.safe_text import printable
+from core.providers import preview_provider
 from tui.services import Services
 
 SHOWN_CHARS = 6000  # a block's text is truncated for display beyond this (the request is not)
@@ -42,23 +43,6 @@ BLOCK_HELP = {
     "retrieved": "passages found for the message",
     "datetime": "the current date and time",
 }
-
-
-def preview_provider(cfg):
-    """A provider object that lays out a request without an API key (nothing is sent)."""
-    name = cfg.chat.provider
-    model = cfg.model(name)
-    if name == "anthropic":
-        from core.providers.anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider("", model, base_url=cfg.base_url(name), cache_ttl=cfg.chat.cache_ttl)
-    if name == "openai":
-        from core.providers.openai_provider import OpenAIProvider
-
-        return OpenAIProvider("", model, base_url=cfg.base_url(name))
-    from core.providers.offline import OfflineProvider
-
-    return OfflineProvider()
 
 
 def cache_minimum(provider_name: str, model: str) -> int:
