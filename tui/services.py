@@ -28,6 +28,18 @@ class Services:
             yield self._store
 
     @contextmanager
+    def store_if_free(self) -> Iterator[Store | None]:
+        """The store if no worker holds it right now, else None: for a UI-thread read that must not
+        wait (the caller falls back to a worker)."""
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            yield self._store
+        finally:
+            self._lock.release()
+
+    @contextmanager
     def searcher(self):
         """The searcher (vectors mirrored in memory once loaded); load it from a worker thread."""
         with self._lock:

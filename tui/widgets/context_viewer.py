@@ -194,15 +194,14 @@ class ContextViewer(VerticalScroll):
         # The focus block is cheap (one indexed read of the open nodes; each node's line is cached by
         # its updated_at), so it is rendered here, at once, unless a worker holds the store; a worker
         # hop would queue the result behind the screen's relayout of the newly shown tab.
-        if self.services._lock.acquire(blocking=False):
-            try:
-                text = self._engine_for_focus(self.services._store).set_focus(focus)
-            except Exception as exc:  # shown in the block, never a crash
-                text = f"(could not render the focus block: {exc})"
-            finally:
-                self.services._lock.release()
-            self._show_focus(text)
-            return
+        with self.services.store_if_free() as store:
+            if store is not None:
+                try:
+                    text = self._engine_for_focus(store).set_focus(focus)
+                except Exception as exc:  # shown in the block, never a crash
+                    text = f"(could not render the focus block: {exc})"
+                self._show_focus(text)
+                return
         self._render_focus(focus, self._focus_seq)
 
     @work(thread=True, exclusive=True, group="viewer-focus", exit_on_error=False)
