@@ -75,9 +75,6 @@ class Terminal:
         self.last = self.tmux("capture-pane", "-p", "-t", self.session)
         return self.last
 
-    def lines(self) -> list[str]:
-        return self.screen().split("\n")
-
     def cursor_row(self) -> int:
         return int(self.tmux("display-message", "-p", "-t", self.session, "#{cursor_y}").strip())
 
@@ -118,7 +115,7 @@ class Terminal:
 # -- reading the three panes ---------------------------------------------------------------------------
 def pane_columns(screen: str) -> list[tuple[int, int]]:
     """Column ranges of the panes, from the top border row (each pane's border starts with ╭)."""
-    top = next(line for line in screen.split("\n") if line.startswith("╭"))
+    top = next((line for line in screen.split("\n") if line.startswith("╭")), "")
     starts = [i for i, ch in enumerate(top) if ch == "╭"]
     return [(start, (starts[n + 1] if n + 1 < len(starts) else len(top))) for n, start in enumerate(starts)]
 

@@ -8,7 +8,9 @@ look at the new pictures and accept them with `pytest tests/test_snapshots.py --
 Everything that could vary from run to run is pinned: the database is built here with fixed titles,
 text and timestamps (set with SQL after indexing), the context suffix's date/time is a fixed
 instant, the config path shown by help is fixed, nothing indexes or watches the database in the
-background, and the text cursors do not blink.
+background, nothing animates, and the text cursors do not blink. Two app races are worked around
+before each picture (the footer after a tab loads, the tab underline after a relabel); both are
+marked WORKAROUND below, with the test that shows the first.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import core.paths
 from tui.app import CairnApp
 from tui.widgets.context_viewer import ContextViewer
 from tui.widgets.focus_panel import FocusPanel
-from tui.widgets.node_browser import NodeBrowser, NodeList
+from tui.widgets.node_browser import NodeList
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 48), id="160x48")]
 FIXED_NOW = datetime(2025, 3, 14, 9, 41, tzinfo=timezone.utc)
