@@ -8,9 +8,8 @@ look at the new pictures and accept them with `pytest tests/test_snapshots.py --
 Everything that could vary from run to run is pinned: the database is built here with fixed titles,
 text and timestamps (set with SQL after indexing), the context suffix's date/time is a fixed
 instant, the config path shown by help is fixed, nothing indexes or watches the database in the
-background, nothing animates, and the text cursors do not blink. Two app races are worked around
-before each picture (the footer after a tab loads, the tab underline after a relabel); both are
-marked WORKAROUND below, with the test that shows the first.
+background, nothing animates, and the text cursors do not blink. One app race is worked around
+before each picture (the tab underline after a relabel), marked WORKAROUND below.
 """
 
 from __future__ import annotations
@@ -113,11 +112,6 @@ async def settle(pilot) -> None:
         raise AssertionError("workers did not settle")
     for widget in [*app.screen.query(Input), *app.screen.query(TextArea)]:
         widget.cursor_blink = False
-    # WORKAROUND (see test_footer_offers_the_node_keys_once_the_tab_has_loaded): the footer is not
-    # refreshed when a tab's node finishes loading, so whether it offers e / ctrl+e / c would depend
-    # on which came first. Refresh it here; drop this when the Focus panel does it itself.
-    app.screen.refresh_bindings()
-    await pilot.pause()
     await pilot.pause()
 
 
@@ -201,7 +195,7 @@ def test_help(app, snap_compare, size):
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
-# -- found while making the snapshots deterministic ----------------------------------------------------
+# -- found while making the snapshots deterministic: the footer did not follow a tab's load -------------
 def footer_keys(app) -> list[str]:
     return [key.key for key in app.screen.query("FooterKey")]
 

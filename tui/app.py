@@ -96,6 +96,8 @@ class CairnApp(App):
         for i, pane in enumerate(panes):
             pane.set_class(i == self._pane, "current")
         target = panes[self._pane]
+        if isinstance(target, ContentSwitcher):  # the chat / viewer switcher cannot take focus itself
+            target = target.visible_content or target
         target.focus_default() if hasattr(target, "focus_default") else target.focus()
 
     def _show_pane(self, name: str) -> None:
@@ -173,12 +175,13 @@ class CairnApp(App):
             pending = indexer.pending_count()
             if not pending:
                 return
-            self.call_from_thread(self.notify, f"Indexing {pending} notes…", timeout=3)
+            self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
             report = indexer.run()
         if report.indexed:
             self.call_from_thread(self.query_one(NodeBrowser).reload)
             self.call_from_thread(self.query_one(FocusPanel).reload, ())
-            self.call_from_thread(self.notify, f"Indexed {report.indexed} notes in {report.seconds:.1f} s.", timeout=3)
+            self.call_from_thread(self.notify, f"Indexed {report.indexed} note{'s' if report.indexed != 1 else ''} "
+                                  f"in {report.seconds:.1f} s.", timeout=3)
         if report.errors:
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
                                   severity="error")

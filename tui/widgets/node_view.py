@@ -158,6 +158,15 @@ class NodeView(Vertical):
                 yield Markdown(classes="node-source", open_links=False)
                 yield SourceText(classes="node-source-text", read_only=True, soft_wrap=True)
 
+    def _watch_loading(self, loading: bool) -> None:
+        # Before the view is fully mounted Textual defers the loading cover; a reload's answer may
+        # turn `loading` off first, and the deferred cover would then stay up for good. Apply the
+        # value current at that later moment instead.
+        if not self.is_mounted:
+            self.call_later(lambda: self.set_loading(self.loading))
+        else:
+            self.set_loading(loading)
+
     def on_mount(self) -> None:
         self.query_one(".node-edges", OptionList).display = False
         self.query_one(".node-source-note", Static).display = False
