@@ -178,7 +178,7 @@ def search(searcher, text: str, *, dimensions: Iterable[str] = (), limit: int = 
     """Hybrid search for search-as-you-type: node ids, best first, and a note when semantic search
     is unavailable (then it is full-text only). Full-text and vector rankings are fused by reciprocal
     rank, as in `core.search`; vector-only hits below MIN_COSINE are dropped."""
-    from core.search import BM25_WEIGHTS, FTS_CANDIDATES, RRF_K, VECTOR_CANDIDATES
+    from core.search import BM25_WEIGHTS, FTS_CANDIDATES, VECTOR_CANDIDATES, rrf
 
     dims = list(dimensions)
     first = dims[0] if dims else None
@@ -208,7 +208,7 @@ def search(searcher, text: str, *, dimensions: Iterable[str] = (), limit: int = 
     for c in vector:
         if c.cosine is not None and c.cosine >= MIN_COSINE:
             ranks.setdefault(c.node_id, []).append(c.vector_rank)
-    scored = sorted(ranks.items(), key=lambda kv: (-sum(1.0 / (RRF_K + r) for r in kv[1]), kv[0]))
+    scored = sorted(ranks.items(), key=lambda kv: (-rrf(kv[1]), kv[0]))
     ids = [node_id for node_id, _ in scored]
     for dim in dims[1:]:
         keep = {r[0] for r in db.execute(

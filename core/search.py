@@ -26,6 +26,11 @@ BM25_WEIGHTS = (3.0, 2.0, 1.0)
 MAX_LIMIT = 1000
 
 
+def rrf(ranks) -> float:
+    """Reciprocal rank fusion of a document's ranks (1-based; None where a ranking missed it)."""
+    return sum(1.0 / (RRF_K + r) for r in ranks if r is not None)
+
+
 @dataclass
 class Candidate:
     node_id: int
@@ -192,7 +197,7 @@ class Searcher:
             else:
                 m.cosine, m.vector_rank, m.chunk_id = c.cosine, c.vector_rank, c.chunk_id
         for c in merged.values():
-            c.score = sum(1.0 / (RRF_K + r) for r in (c.fts_rank, c.vector_rank) if r is not None)
+            c.score = rrf((c.fts_rank, c.vector_rank))
         return sorted(merged.values(), key=lambda c: (-c.score, c.node_id))[:limit]
 
     def search(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None,
@@ -236,7 +241,7 @@ class Searcher:
             elif mode == "vector":
                 c.score = c.cosine
             else:
-                c.score = sum(1.0 / (RRF_K + r) for r in (c.fts_rank, c.vector_rank) if r is not None)
+                c.score = rrf((c.fts_rank, c.vector_rank))
         ranked = sorted((c for c in per_chunk.values() if c.score is not None), key=lambda c: -c.score)
         return self._records(ranked[:limit])
 
