@@ -112,6 +112,7 @@ class ToolContext:
     delegate: Callable[[str, str], str] | None = None
     created: list[int] = field(default_factory=list)  # node ids created this turn (undoable)
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
+    origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
 
 
 class ToolRunner:
@@ -200,7 +201,7 @@ class ToolRunner:
     def _createNode(self, title: str, source: str = "", description: str = "", link: str | None = None,
                     dimensions: list[str] | None = None, event_date: str | None = None):
         node = self.ctx.store.add_node(title, source, description=description, link=link, dimensions=dimensions,
-                                       event_date=event_date, metadata={"created_via": "model"})
+                                       event_date=event_date, metadata={"created_via": self.ctx.origin})
         self.ctx.created.append(node["id"])
         return {"created": _compact(node)}
 
@@ -217,7 +218,7 @@ class ToolRunner:
 
     def _createEdge(self, from_id: int, to_id: int, explanation: str):
         self._confirmed(f"link {from_id} → {to_id}", {"explanation": explanation})
-        return {"created": self.ctx.store.add_edge(from_id, to_id, explanation, source="model")}
+        return {"created": self.ctx.store.add_edge(from_id, to_id, explanation, source=self.ctx.origin)}
 
     def _updateEdge(self, id: int, explanation: str):
         self._confirmed(f"change edge {id}", {"explanation": explanation})

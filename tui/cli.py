@@ -691,6 +691,18 @@ def cmd_config(args, out: Out) -> int:
     return 0
 
 
+def cmd_mcp(args, out: Out) -> int:
+    """The MCP stdio server (core.mcp_server); --print-config prints the client snippet instead."""
+    from core import mcp_server
+    from core.paths import db_path
+
+    path = db_path(getattr(args, "db", None))
+    if args.print_config:
+        out.json(mcp_server.client_config(path))
+        return 0
+    return mcp_server.serve(path)
+
+
 def cmd_app(args, out: Out) -> int:
     from tui.app import run_app
 
@@ -802,6 +814,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("value", nargs="?")
     p = verb("chats", cmd_chats, "list conversations", read=True)
     p.add_argument("--limit", "-n", type=int, default=30)
+    p = verb("mcp", cmd_mcp, "run the MCP server on stdin/stdout (for Claude Desktop, Claude Code ...)")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the JSON that registers this server with an MCP client, and exit")
 
     p = verb("eval", cmd_eval, "retrieval evaluation", read=True)
     p.add_argument("suite", choices=["beir"])
