@@ -39,6 +39,9 @@ allow_edits = false
 [ui]
 theme = ""               # a Textual theme name, e.g. "nord"; empty: Cairn's own
 
+[vault]
+watch = ""               # a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)
+
 [keymap]                 # binding id = "key", e.g. quick_capture = "ctrl+k" (ids: press f1 in the app)
 """
 
@@ -67,6 +70,7 @@ class Config:
     keys: dict[str, str] = field(default_factory=dict)  # from the file; env wins in api_key()
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
     theme: str = ""
+    vault_watch: str = ""  # folder of markdown notes kept in sync while the app runs (core.watch)
     warnings: list[str] = field(default_factory=list)
 
     def api_key(self, provider: str) -> str | None:
@@ -143,6 +147,11 @@ def load(path: Path | None = None) -> Config:
     cfg.keymap = {k: _expect(where, f"keymap.{k}", v, str) for k, v in keymap.items()}
     ui = _expect(where, "ui", data.get("ui", {}), dict)
     cfg.theme = _expect(where, "ui.theme", ui.get("theme", ""), str)
+    vault = _expect(where, "vault", data.get("vault", {}), dict)
+    for key in vault:
+        if key != "watch":
+            raise ConfigError(f"{where}: unknown setting `vault.{key}` (known: watch).")
+    cfg.vault_watch = _expect(where, "vault.watch", vault.get("watch", ""), str).strip()
     keys = _expect(where, "keys", data.get("keys", {}), dict)
     cfg.keys = {k: _expect(where, f"keys.{k}", v, str) for k, v in keys.items() if v}
     return cfg

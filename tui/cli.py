@@ -415,6 +415,204 @@ def cmd_backup(args, out: Out) -> int:
     return 0
 
 
+# -- import, export, watch -----------------------------------------------------------------------
+LIST_CAP = 20  # lines of a list (skipped files, unresolved links) shown before "... and N more"
+
+
+class _lazy_progress(_progress):
+    """The progress bar, shown from the first count on: an early error prints no empty bar."""
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.task is None:
+            self.bar.start()
+        super().__call__(done, total)
+
+    def __exit__(self, *exc):
+        if self.task is not None:
+            self.bar.stop()
+            self.bar.remove_task(self.task)
+            self.task = None
+
+
+def _capped(out: Out, title: str, items: list, style: str = "yellow") -> None:
+    if not items:
+        return
+    out.text(f"{title} ({len(items):,}):", style=style)
+    for where, what in items[:LIST_CAP]:
+        out.text(f"  {where}: {what}" if where else f"  {what}", style="dim")
+    if len(items) > LIST_CAP:
+        out.text(f"  … and {len(items) - LIST_CAP:,} more (--json lists them all)", style="dim")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def _print_vault_report(out: Out, r) -> None:
+    moved = f", {len(r.renamed)} moved" if r.renamed else ""
+    restored = f", {r.restored} restored from the trash" if r.restored else ""
+    trashed = f", {len(r.trashed)} moved to the trash" if r.trashed else ""
+    out.text(f"{_n(r.files, 'note')} in {r.folder}: ", (f"{r.created:,} created", "green"),
+             f", {r.updated:,} updated, {r.unchanged:,} unchanged{moved}{restored}{trashed}, "
+             f"{len(r.skipped):,} skipped ({r.seconds:.1f} s).")
+    share = f" ({r.wikilinks_resolved / r.wikilinks:.1%})" if r.wikilinks else ""
+    md = f", {r.md_links_resolved:,} of {r.md_links:,} markdown links" if r.md_links else ""
+    out.text(f"Links: {r.wikilinks_resolved:,} of {r.wikilinks:,} wikilinks resolved{share}{md}; "
+             f"{r.same_note_links:,} same-note links need no edge; {len(r.attachments):,} point at attachments. "
+             f"Edges: {r.edges:,} ({r.edges_created:,} created, {r.edges_updated:,} updated, "
+             f"{r.edges_removed:,} removed).", style="dim")
+    _capped(out, "Skipped", r.skipped)
+    _capped(out, "Warnings", r.warnings)
+    _capped(out, "Unresolved links", r.unresolved)
+    if r.missing:
+        _capped(out, "Files gone (their nodes were kept; --prune moves them to the trash)",
+                [("", m) for m in r.missing])
+
+
+def _index_after(args, out: Out, store, state: dict | None = None):
+    """Index what an import left pending, unless --no-index; returns the IndexReport or None."""
+    pending = store.counts()["pending"]
+    if not pending:
+        return None
+    if getattr(args, "no_index", False):
+        if not out.as_json and not (state or {}).get("told"):
+            out.text(f"{_n(pending, 'node')} wait for indexing (--no-index); run `cairn index`.", style="dim")
+        if state is not None:
+            state["told"] = True
+        return None
+    from core.indexer import Indexer
+
+    state = state if state is not None else {}
+    if "indexer" not in state:
+        state["indexer"] = Indexer(store)
+    with _lazy_progress(out, "Indexing", "nodes") as progress:
+        report = state["indexer"].run(progress=progress)
+    if not out.as_json:
+        out.text(f"Indexed {_n(report.indexed, 'node')} ({report.chunks:,} chunks) in {report.seconds:.1f} s.", style="dim")
+        if report.errors:
+            out.text(f"{report.errors} nodes failed to index; `cairn doctor` lists them.", style="red")
+    return report
+
+
+def cmd_import(args, out: Out) -> int:
+    """A folder → markdown vault import; an SQLite file → RA-H OS import. Then index (unless --no-index)."""
+    path = Path(args.path).expanduser()
+    if path.is_dir():
+        kind = "vault"
+    elif path.is_file():
+        from core.raha import is_sqlite_file
+
+        if not (is_sqlite_file(path) or path.suffix.lower() in (".sqlite", ".sqlite3", ".db")):
+            raise InvalidInput(f"{path} is neither a folder of markdown notes nor an RA-H OS database (.sqlite); "
+                               "to import one note, give its folder.")
+        kind = "raha"
+    else:
+        raise InvalidInput(f"There is no folder or file at {path}.")
+    with _store(args) as store:
+        if kind == "vault":
+            from core.vault import import_vault
+
+            with _lazy_progress(out, "Importing", "files") as progress:
+                report = import_vault(store, path, progress, prune=args.prune)
+        else:
+            from core.raha import import_raha
+
+            with _lazy_progress(out, "Importing", "nodes") as progress:
+                report = import_raha(store, path, progress)
+        if not out.as_json:
+            if kind == "vault":
+                _print_vault_report(out, report)
+            else:
+                out.text(f"RA-H OS database {report.path}: {report.nodes:,} nodes: ", (f"{report.created:,} created", "green"),
+                         f", {report.updated:,} updated, {report.unchanged:,} unchanged, {len(report.skipped):,} skipped"
+                         f" (dimensions from {report.dimensions_from}; {report.seconds:.1f} s).")
+                out.text(f"Edges: {report.edges:,} ({report.edges_created:,} created, {report.edges_updated:,} updated, "
+                         f"{report.edges_removed:,} removed; {report.edges_skipped:,} dangling, self or duplicate left out).",
+                         style="dim")
+                if report.gone:
+                    out.text(f"{report.gone:,} nodes imported before are no longer in that database; they were kept.",
+                             style="dim")
+                _capped(out, "Skipped", report.skipped)
+                _capped(out, "Warnings", report.warnings)
+        index = _index_after(args, out, store)
+    if out.as_json:
+        out.json({"kind": kind, **report.as_dict(), "index": index.as_dict() if index else None})
+    return 1 if index is not None and index.errors else 0
+
+
+def cmd_export(args, out: Out) -> int:
+    from core.vault_export import export
+
+    with _store(args, readonly=True) as store:
+        with _lazy_progress(out, "Exporting", "nodes") as progress:
+            report = export(store, args.dir, progress, force=args.force)
+    if out.as_json:
+        out.json(report.as_dict())
+    else:
+        removed = f"; removed {report.removed:,} files of nodes since deleted" if report.removed else ""
+        out.text(f"Exported {report.written:,} nodes and {report.edges:,} edges to {report.folder}{removed}.")
+        _capped(out, "Not written", report.skipped)
+    return 1 if report.skipped else 0
+
+
+def cmd_watch(args, out: Out) -> int:
+    """Import the folder, then keep the database in step with it until Ctrl-C."""
+    from core import clock
+    from core.watch import watch
+
+    folder = Path(args.path).expanduser()
+    with _store(args) as store:
+        bar = _lazy_progress(out, "Importing", "files")
+        state: dict = {}
+
+        def ready(report) -> None:
+            bar.__exit__(None, None, None)
+            if out.as_json:
+                out.json({"event": "ready", **report.as_dict()})
+            else:
+                _print_vault_report(out, report)
+            _index_after(args, out, store, state)
+            if not out.as_json:
+                out.text(f"Watching {report.folder} (Ctrl-C stops).", style="bold")
+
+        def changed(report) -> None:
+            if out.as_json:
+                sys.stdout.write(json.dumps({"event": "change", **report.as_dict()}, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            else:
+                stamp = clock.now()[11:19]
+                moved = {new for _, new in report.renamed}
+                for rel in report.changed:
+                    if rel not in moved:
+                        out.text((f"{stamp} ", "dim"), "added " if rel in report.added else "updated ", (rel, "bold"))
+                for old, new in report.renamed:
+                    out.text((f"{stamp} ", "dim"), "moved ", (old, "bold"), " → ", (new, "bold"))
+                for rel in report.trashed:
+                    out.text((f"{stamp} ", "dim"), "deleted ", (rel, "bold"), (" (node moved to the trash)", "dim"))
+                for rel, why in report.skipped:
+                    out.text((f"{stamp} ", "dim"), "skipped ", (rel, "bold"), (f": {why}", "yellow"))
+                if report.edges_created or report.edges_removed or report.edges_updated:
+                    out.text((f"{stamp} ", "dim"), (f"edges: +{report.edges_created} -{report.edges_removed} "
+                                                   f"~{report.edges_updated}", "dim"))
+            _index_after(args, out, store, state)
+
+        def error(exc) -> None:
+            print(f"cairn: {exc}", file=sys.stderr)
+
+        try:
+            watch(store, folder, None, changed, on_ready=ready, on_error=error, progress=bar)
+        except KeyboardInterrupt:
+            if not out.as_json:
+                out.text("Stopped watching.")
+            return 0
+        finally:
+            bar.__exit__(None, None, None)
+    return 0
+
+
 def cmd_eval(args, out: Out) -> int:
     from core import beir
     from core.embedder import shared_embedder
@@ -792,6 +990,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true")
     p = verb("backup", cmd_backup, "copy the database safely (while others write)", read=True)
     p.add_argument("path", nargs="?")
+    p = verb("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "
+             "again: only changes", read=True)
+    p.add_argument("path", metavar="PATH", help="a folder of .md notes, or an RA-H OS database file")
+    p.add_argument("--no-index", action="store_true", help="do not chunk and embed the imported notes now")
+    p.add_argument("--prune", action="store_true",
+                   help="move nodes whose file has left the folder to the trash (default: keep them)")
+    p = verb("export", cmd_export, "write every node as a markdown file (frontmatter + text + edges)", read=True)
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--force", action="store_true", help="write into a folder that holds other files")
+    p = verb("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
+             "(Ctrl-C stops)", read=True)
+    p.add_argument("path", metavar="PATH")
+    p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
 
     def chat_options(p):
         p.add_argument("--focus", metavar="ID,ID", help="node ids open in the Focus panel")

@@ -1,0 +1,976 @@
+"""A folder of markdown notes (an Obsidian-style vault) kept in step with the store.
+
+A note is a `.md` (or `.markdown`) file outside hidden folders (`.obsidian`, `.git`, `.trash` ...).
+Its node:
+
+- title: frontmatter `title`, else the first `# heading` outside code, else the file name;
+- text (`source`): the body after the frontmatter, unchanged;
+- dimensions: frontmatter `tags` (and `dimensions`, which `cairn export` writes) plus inline `#tags`
+  outside code, comments, headings' marks and URLs. A nested tag such as `#area/sub` is kept whole,
+  as one dimension `area/sub` (lossless, and it is how Obsidian names the tag). In a file written by
+  `cairn export` (it has `cairn_db`) the `dimensions` list is complete and inline tags are not added,
+  so a `#word` in a note's text does not become a dimension on the way back;
+- `aliases` and every other frontmatter key are kept in metadata (`metadata.aliases`,
+  `metadata.frontmatter`); `date` (or `event_date`) that parses becomes the event date,
+  `description` and `link` (or `url`) fill those fields;
+- `metadata.vault = {root, path, mtime, size, sha256, dimensions, fields}` records the file the node
+  came from, and which dimensions and fields the file provided: dimensions or a description the user
+  added in Cairn survive a change to the file.
+
+Links: `[[Note]]`, `[[Note|alias]]`, `[[Note#Heading]]`, `![[embed]]`, the table-escaped
+`[[Note\\|alias]]`, wikilinks in frontmatter values, and markdown links to local `.md` files become
+edges (source `vault`) whose explanation names the link. A same-note `[[#Heading]]` is no edge; an
+embed of a non-markdown file (image, pdf ...) is listed as an attachment, not as unresolved. A link
+resolves as in Obsidian: by file name (case-insensitive, with or without folder path or `.md`),
+then by alias, then by title. Several links between the same two notes make one edge.
+
+`VaultSync(store, folder).sync()` can run again and again (the watcher does): unchanged files are
+not written, changed ones are updated, a moved file keeps its node (matched by content hash, or by
+the `cairn_id` that `cairn export` writes), and the edges the importer made are reconciled with the
+links now in the files. Edges made any other way are never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import posixpath
+import re
+import stat
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import unquote
+
+from core.errors import CairnError, InvalidInput
+from core.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE, Store
+
+NOTE_SUFFIXES = (".md", ".markdown")
+MAX_NOTE_BYTES = 10_000_000  # a bigger file is skipped, not truncated (the store's text limit is 10M characters)
+BATCH_FILES = 500  # files written per transaction
+MAX_EXPLANATION = 300
+MAX_FRONTMATTER_ITEMS = 10_000  # YAML values; more (e.g. an alias bomb) and the frontmatter is refused
+EDGE_SOURCE = "vault"
+# What Obsidian treats as attachments (not notes) when a link names them.
+ATTACHMENT_EXTS = frozenset(
+    "png jpg jpeg gif bmp svg webp avif heic heif tif tiff ico mp3 wav m4a ogg oga flac 3gp webm mp4 m4v mov mkv "
+    "ogv avi pdf canvas base zip gz tar 7z rar doc docx xls xlsx ppt pptx odt ods odp csv tsv json txt html htm "
+    "xml epub js css py sh".split()
+)
+# Keys Cairn reads into node fields (compared case-insensitively); everything else is kept as is.
+_TITLE_KEYS = ("title",)
+_ALIAS_KEYS = ("aliases", "alias")
+_TAG_KEYS = ("tags", "tag", "dimensions")
+_DATE_KEYS = ("date", "event_date")
+_LINK_KEYS = ("link", "url")
+_CAIRN_KEYS = ("cairn_id", "cairn_db", "cairn_edges", "cairn_type")
+
+Progress = Callable[[int, int], None]
+
+
+# -- parsing ------------------------------------------------------------------------------------
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_FENCE = re.compile(r"^(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})(.*)$")
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.S)
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_OBSIDIAN_COMMENT = re.compile(r"%%.*?(?:%%|\Z)", re.S)
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MD_LINK = re.compile(r"(?<![!\\])\[([^\]\n]*)\]\(\s*<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\s*\)", re.I)
+_TAG = re.compile(r"(?<!\S)#([\w\-/]+)")
+_H1 = re.compile(r"^[ \t]{0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
+
+
+def _blank(text: str) -> str:
+    """Same length, newlines kept: offsets stay true while the content disappears."""
+    return re.sub(r"[^\n]", " ", text)
+
+
+def mask_code(text: str) -> str:
+    """The text with fenced and inline code, HTML comments and %%comments%% blanked out: links and
+    tags are not looked for there (Obsidian does not make them links either)."""
+    lines = text.split("\n")
+    fence: tuple[str, int] | None = None
+    for i, line in enumerate(lines):
+        m = _FENCE.match(line)
+        if fence is None:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = (m.group(1)[0], len(m.group(1)))
+                lines[i] = _blank(line)
+        else:
+            lines[i] = _blank(line)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip():
+                fence = None
+    text = "\n".join(lines)
+    for pattern in (_INLINE_CODE, _HTML_COMMENT, _OBSIDIAN_COMMENT):
+        text = pattern.sub(lambda m: _blank(m.group()), text)
+    return text
+
+
+@dataclass
+class Link:
+    """One link as written: `[[target#heading|alias]]`, `![[embed]]`, or `[text](target.md#h)`."""
+
+    target: str
+    heading: str = ""
+    kind: str = "wiki"  # wiki | embed | md | property | edge (a `cairn_edges` entry)
+    prop: str = ""  # the frontmatter key, for kind == "property"
+    explanation: str = ""  # given, for kind == "edge"
+
+    def shown(self) -> str:
+        inner = self.target + (f"#{self.heading}" if self.heading else "")
+        if self.kind == "md":
+            return f"[{inner}]"
+        return ("![[" if self.kind == "embed" else "[[") + inner + "]]"
+
+
+def _wikilink(inner: str, kind: str, prop: str = "") -> Link | None:
+    """`Note#Heading|alias` (or `Note#Heading\\|alias` inside a table) → Link; None if it has no target."""
+    target = re.split(r"\\?\|", inner, maxsplit=1)[0]
+    target, _, heading = target.partition("#")
+    target = target.strip().rstrip("\\").strip()
+    return Link(target, heading.strip(), kind, prop) if target or heading.strip() else None
+
+
+def find_links(masked: str) -> list[Link]:
+    links = []
+    for m in _WIKILINK.finditer(masked):
+        link = _wikilink(m.group(2), "embed" if m.group(1) else "wiki")
+        if link:
+            links.append(link)
+    for m in _MD_LINK.finditer(masked):
+        target = m.group(2)
+        if _SCHEME.match(target):
+            continue
+        heading = unquote(m.group(3)[1:]) if m.group(3) else ""
+        links.append(Link(unquote(target), heading, "md"))
+    return links
+
+
+def find_tags(masked: str) -> list[str]:
+    tags = []
+    for m in _TAG.finditer(masked):
+        tag = m.group(1).strip("/")
+        if any(c.isalpha() for c in tag):  # `#2024` or `#1-2` is not a tag
+            tags.append(tag)
+    return tags
+
+
+def first_heading(masked: str, text: str) -> str | None:
+    m = _H1.search(masked)
+    return text[m.start(1):m.end(1)].strip() if m else None
+
+
+class _TooComplex(Exception):
+    pass
+
+
+def _clean_str(value: str) -> str:
+    value = value.replace("\x00", "")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def _plain(value: Any, budget: list[int]) -> Any:
+    """YAML values as JSON values; shared sub-trees (YAML aliases) count each time they are seen, so an
+    alias bomb runs out of budget instead of memory."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooComplex
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, str):
+        return _clean_str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {_clean_str(str(k)): _plain(v, budget) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v, budget) for v in value]
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    return _clean_str(str(value))
+
+
+def _yaml_load(text: str) -> Any:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)
+
+
+def _strings(value: Any) -> list[str]:
+    """A frontmatter value as a list of strings: `a` → [a]; `[a, b]` → [a, b]; None → []."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            out.extend(_strings(v))
+        return out
+    if isinstance(value, dict):
+        return []
+    return [str(value)]
+
+
+def _event_date(value: Any) -> str | None:
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str) and re.match(r"^\s*\d{4}-\d{2}-\d{2}(?:$|[ T])", value):
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+@dataclass
+class ParsedNote:
+    rel: str
+    sha: str
+    size: int
+    mtime_ns: int
+    title: str
+    source: str
+    dims: list[str]
+    aliases: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)  # frontmatter keys Cairn does not read into fields
+    fields: dict = field(default_factory=dict)  # description / link / event_date / type given by the file
+    links: list[Link] = field(default_factory=list)
+    cairn_id: int | None = None
+    cairn_db: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class Skip(Exception):
+    """A file that is not imported; the message is the reason shown in the report."""
+
+
+def read_note(path: Path, rel: str, max_bytes: int = MAX_NOTE_BYTES) -> ParsedNote:
+    """Read and parse one note; raises Skip with a reason for binary, unreadable, huge or non-UTF-8 files."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_size > max_bytes:
+                raise Skip(f"too large ({st.st_size:,} bytes; the limit is {max_bytes:,})")
+            data = fh.read(max_bytes + 1)
+    except Skip:
+        raise
+    except OSError as exc:
+        raise Skip(f"unreadable ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:
+        raise Skip(f"too large (over {max_bytes:,} bytes)")
+    return parse_note(data, rel, st.st_size, st.st_mtime_ns)
+
+
+def parse_note(data: bytes, rel: str, size: int = 0, mtime_ns: int = 0) -> ParsedNote:
+    if b"\x00" in data:
+        raise Skip("binary (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Skip(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    sha = hashlib.sha256(data).hexdigest()
+    stem = posixpath.basename(rel)
+    for suffix in NOTE_SUFFIXES:
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    warnings: list[str] = []
+    frontmatter: dict = {}
+    raw_dates: dict = {}
+    body = text
+    m = _FRONTMATTER.match(text)
+    if m:
+        try:
+            loaded = _yaml_load(m.group(1))
+            if loaded is None:
+                loaded = {}
+            if not isinstance(loaded, dict):
+                raise ValueError("it is not a set of key: value pairs")
+            frontmatter = _plain(loaded, [MAX_FRONTMATTER_ITEMS])
+            raw_dates = {k: v for k, v in loaded.items() if str(k).lower() in _DATE_KEYS}
+            body = text[m.end():]
+        except _TooComplex:
+            warnings.append("frontmatter too complex; kept as text")
+        except Exception as exc:  # yaml.YAMLError and friends: keep the whole file as text, lose nothing
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            warnings.append(f"invalid frontmatter ({first}); kept as text")
+
+    lower = {str(k).lower(): k for k in frontmatter}
+    consumed: set[str] = set()
+
+    def take(keys: Iterable[str]) -> list[tuple[str, Any]]:
+        found = []
+        for key in keys:
+            if key in lower:
+                found.append((lower[key], frontmatter[lower[key]]))
+        return found
+
+    masked = mask_code(body)
+    title = None
+    for key, value in take(_TITLE_KEYS):
+        if isinstance(value, (str, int, float)) and str(value).strip():
+            title = " ".join(str(value).split())
+            consumed.add(key)
+    title = title or first_heading(masked, body) or stem or "Untitled"
+    title = _cap(_clean_str(title), MAX_TITLE)
+
+    aliases: list[str] = []
+    for key, value in take(_ALIAS_KEYS):
+        consumed.add(key)
+        for item in _strings(value):
+            # Obsidian once read `aliases: a, b` as two aliases
+            aliases.extend(a.strip() for a in (item.split(",") if isinstance(value, str) else [item]))
+    aliases = list(dict.fromkeys(_clean_str(a) for a in aliases if a.strip()))
+
+    written_by_cairn = "cairn_db" in lower  # `cairn export`: its `dimensions` list is the whole truth
+    tags: list[str] = []
+    for key, value in take(_TAG_KEYS):
+        consumed.add(key)
+        for item in _strings(value):
+            parts = re.split(r"[,\s]+", item) if key.lower() != "dimensions" else [item]
+            tags.extend(p.strip().lstrip("#") for p in parts)
+    if not written_by_cairn:
+        tags.extend(find_tags(masked))
+    dims: list[str] = []
+    seen: set[str] = set()
+    for tag in tags:
+        tag = " ".join(_clean_str(tag).split())
+        if not tag or tag.lower() in seen:
+            continue
+        if len(tag) > MAX_DIMENSION:
+            warnings.append(f"tag {tag[:20]!r}… is longer than {MAX_DIMENSION} characters; left out")
+            continue
+        seen.add(tag.lower())
+        dims.append(tag)
+
+    fields: dict[str, Any] = {}
+    for key, value in take(_DATE_KEYS):
+        parsed = _event_date(raw_dates.get(key, value))
+        if parsed and "event_date" not in fields:
+            fields["event_date"] = parsed
+            consumed.add(key)
+    for key, value in take(("description",)):
+        if isinstance(value, str):
+            if len(value) > MAX_DESCRIPTION:
+                warnings.append(f"description cut to {MAX_DESCRIPTION:,} characters")
+            fields["description"] = _cap(value, MAX_DESCRIPTION)
+            consumed.add(key)
+    for key, value in take(_LINK_KEYS):
+        if isinstance(value, str) and value.strip() and "link" not in fields:
+            fields["link"] = value.strip()
+            consumed.add(key)
+    for key, value in take(("cairn_type",)):
+        consumed.add(key)
+        if isinstance(value, str) and 0 < len(value.strip()) <= 32:
+            fields["type"] = value.strip()
+
+    cairn_id = cairn_db = None
+    for key, value in take(("cairn_id",)):
+        consumed.add(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            cairn_id = value
+    for key, value in take(("cairn_db",)):
+        consumed.add(key)
+        cairn_db = str(value) if value is not None else None
+
+    links = find_links(masked)
+    for key, value in take(("cairn_edges",)):
+        consumed.add(key)
+        for entry in value if isinstance(value, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("to"), str):
+                continue
+            to = entry["to"].strip()
+            wl = _WIKILINK.fullmatch(to)
+            link = _wikilink(wl.group(2), "edge") if wl else _wikilink(to, "edge")
+            if link and link.target:
+                explanation = entry.get("explanation")
+                link.explanation = explanation.strip() if isinstance(explanation, str) else ""
+                links.append(link)
+
+    extra = {k: v for k, v in frontmatter.items() if k not in consumed}
+    for key, value in extra.items():
+        for item in _strings(value):
+            for wm in _WIKILINK.finditer(item):
+                link = _wikilink(wm.group(2), "property", key)
+                if link:
+                    links.append(link)
+
+    return ParsedNote(rel=rel, sha=sha, size=size, mtime_ns=mtime_ns, title=title, source=body, dims=dims,
+                      aliases=aliases, extra=extra, fields=fields, links=links, cairn_id=cairn_id,
+                      cairn_db=cairn_db, warnings=warnings)
+
+
+# -- resolution ---------------------------------------------------------------------------------
+def _strip_suffix(name: str) -> str:
+    low = name.lower()
+    for suffix in NOTE_SUFFIXES:
+        if low.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@dataclass
+class NoteState:
+    """What the sync remembers of a note file between runs."""
+
+    node_id: int
+    rel: str
+    sha: str
+    title: str
+    aliases: list[str]
+    size: int | None = None
+    mtime_ns: int | None = None
+    links: list[Link] | None = None  # None: not parsed in this session
+
+
+class Resolver:
+    """Obsidian's rules: file name (case-insensitive; a path when one is given), then alias, then title."""
+
+    def __init__(self, notes: dict[str, NoteState], other_files: set[str]):
+        self.by_path: dict[str, str] = {}
+        self.by_stem: dict[str, list[str]] = defaultdict(list)
+        self.by_alias: dict[str, list[str]] = defaultdict(list)
+        self.by_title: dict[str, list[str]] = defaultdict(list)
+        for rel, state in notes.items():
+            key = _strip_suffix(rel).lower()
+            self.by_path[key] = rel
+            self.by_stem[posixpath.basename(key)].append(rel)
+            for alias in state.aliases:
+                self.by_alias[alias.lower()].append(rel)
+            self.by_title[state.title.lower()].append(rel)
+        self.other_files = other_files
+
+    @staticmethod
+    def _best(candidates: list[str], source_rel: str) -> str:
+        folder = posixpath.dirname(source_rel)
+        return min(candidates, key=lambda r: (posixpath.dirname(r) != folder, r.count("/"), r))
+
+    def resolve(self, target: str, source_rel: str) -> tuple[str, str | None]:
+        """('note', rel) | ('attachment', None) | ('unresolved', None)."""
+        t = target.strip().replace("\\", "/")
+        while t.startswith("./"):
+            t = t[2:]
+        t = t.lstrip("/")
+        if not t:
+            return "unresolved", None
+        key = _strip_suffix(t).lower()
+        if "/" in key:
+            relative = posixpath.normpath(posixpath.join(posixpath.dirname(source_rel.lower()), key))
+            for candidate in (posixpath.normpath(key), relative):
+                if candidate in self.by_path:
+                    return "note", self.by_path[candidate]
+            tail = "/" + key
+            suffixed = [r for r in self.by_stem.get(posixpath.basename(key), [])
+                        if ("/" + _strip_suffix(r).lower()).endswith(tail)]
+            if suffixed:
+                return "note", self._best(suffixed, source_rel)
+        elif key in self.by_stem:
+            return "note", self._best(self.by_stem[key], source_rel)
+        for table in (self.by_alias, self.by_title):
+            for k in (t.lower(), key):
+                if k in table:
+                    return "note", self._best(table[k], source_rel)
+        ext = posixpath.splitext(t.lower())[1].lstrip(".")
+        if ext in ATTACHMENT_EXTS or posixpath.basename(t.lower()) in self.other_files:
+            return "attachment", None
+        return "unresolved", None
+
+
+# -- the report ---------------------------------------------------------------------------------
+@dataclass
+class SyncReport:
+    folder: str
+    files: int = 0  # markdown files found
+    other_files: int = 0  # other files (attachments, settings): not notes
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    restored: int = 0  # brought back from the trash because their file is there
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    trashed: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # files gone; their nodes kept (no --prune)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)  # paths created, updated, moved or restored
+    added: list[str] = field(default_factory=list)  # paths whose node was created
+    wikilinks: int = 0  # [[...]] and ![[...]] to other notes or attachments, outside code
+    wikilinks_resolved: int = 0
+    same_note_links: int = 0  # [[#Heading]]: no edge
+    md_links: int = 0
+    md_links_resolved: int = 0
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (file, link as written)
+    attachments: list[tuple[str, str]] = field(default_factory=list)
+    edges: int = 0  # node pairs joined by the links now in the files
+    edges_created: int = 0
+    edges_updated: int = 0
+    edges_removed: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for key in ("renamed", "skipped", "warnings", "unresolved", "attachments"):
+            data[key] = [list(item) for item in data[key]]
+        return data
+
+    @property
+    def changes(self) -> int:
+        return (self.created + self.updated + self.restored + len(self.renamed) + len(self.trashed)
+                + self.edges_created + self.edges_updated + self.edges_removed)
+
+
+# -- sync ---------------------------------------------------------------------------------------
+def vault_nodes(store: Store, root: str):
+    return store.db.execute(
+        "SELECT id, title, json_extract(metadata, '$.vault.path') AS path,"
+        " json_extract(metadata, '$.vault.sha256') AS sha, json_extract(metadata, '$.aliases') AS aliases"
+        " FROM nodes WHERE json_extract(metadata, '$.vault.root') = ? ORDER BY id",
+        (root,),
+    ).fetchall()
+
+
+class VaultSync:
+    """The database in step with one folder. Keep the object to sync again cheaply (the watcher does)."""
+
+    def __init__(self, store: Store, folder: str | Path, *, max_bytes: int = MAX_NOTE_BYTES):
+        root = Path(folder).expanduser()
+        if not root.is_dir():
+            raise InvalidInput(f"{folder} is not a folder; give the folder that holds the markdown notes.")
+        self.store = store
+        self.root = root.resolve()
+        self.root_key = str(self.root)
+        self.max_bytes = max_bytes
+        self.notes: dict[str, NoteState] = {}
+        self.by_node: dict[int, str] = {}
+        self.skipped: dict[str, tuple[tuple[int, int], str]] = {}
+        self.other_files: set[str] = set()
+        self.trashed_by_sha: dict[str, int] = {}  # nodes this object moved to the trash
+        self.orphans: dict[str, list[tuple[int, str]]] = {}  # path → nodes of vault folders that are gone
+        self.gone_roots: list[str] = []
+        self.kept: dict[str, int] = {}  # path → node kept while its file was gone (no prune)
+        self._trash_cache: dict[str, int] | None = None
+        self._loaded = False
+
+    # -- scanning ------------------------------------------------------------------------------
+    def _scan(self, report: SyncReport) -> dict[str, tuple[int, int]]:
+        files: dict[str, tuple[int, int]] = {}
+        others: set[str] = set()
+
+        def unreadable(exc: OSError) -> None:
+            rel = os.path.relpath(exc.filename or "?", self.root).replace(os.sep, "/")
+            report.skipped.append((rel + "/", f"folder unreadable ({exc.strerror or exc})"))
+
+        for dirpath, dirnames, filenames in os.walk(self.root, onerror=unreadable):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            base = os.path.relpath(dirpath, self.root)
+            for name in filenames:
+                if name.startswith("."):
+                    continue
+                rel = name if base == "." else f"{base}/{name}".replace(os.sep, "/")
+                if not name.lower().endswith(NOTE_SUFFIXES):
+                    others.add(name.lower())
+                    report.other_files += 1
+                    continue
+                try:
+                    st = os.stat(os.path.join(dirpath, name))
+                except OSError as exc:
+                    report.skipped.append((rel, f"unreadable ({exc.strerror or exc})"))
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                files[rel] = (st.st_size, st.st_mtime_ns)
+        self.other_files = others
+        return files
+
+    def _load(self) -> None:
+        for row in vault_nodes(self.store, self.root_key):
+            rel = row["path"]
+            if not rel or rel in self.notes:
+                continue
+            aliases = json.loads(row["aliases"]) if row["aliases"] else []
+            self.notes[rel] = NoteState(row["id"], rel, row["sha"] or "", row["title"],
+                                        [a for a in aliases if isinstance(a, str)])
+            self.by_node[row["id"]] = rel
+        # Nodes of a vault folder that no longer exists: this folder may be it, moved or renamed.
+        roots: dict[str, bool] = {}
+        for row in self.store.db.execute(
+            "SELECT id, json_extract(metadata, '$.vault.root') AS root, json_extract(metadata, '$.vault.path') AS path,"
+            " json_extract(metadata, '$.vault.sha256') AS sha FROM nodes"
+            " WHERE json_extract(metadata, '$.vault.root') IS NOT NULL AND json_extract(metadata, '$.vault.root') != ?",
+            (self.root_key,),
+        ):
+            if row["root"] not in roots:
+                roots[row["root"]] = os.path.isdir(str(row["root"]))
+            if not roots[row["root"]] and row["path"]:
+                self.orphans.setdefault(row["path"], []).append((row["id"], row["sha"]))
+        self.gone_roots = sorted(root for root, exists in roots.items() if not exists)
+        self._loaded = True
+
+    def _trash_by_path(self) -> dict[str, int]:
+        rows = self.store.db.execute(
+            "SELECT node_id, json_extract(payload, '$.node.metadata.vault.path') AS path FROM trash"
+            " WHERE json_extract(payload, '$.node.metadata.vault.root') = ? ORDER BY id DESC",
+            (self.root_key,),
+        ).fetchall()
+        found: dict[str, int] = {}
+        for row in rows:
+            if row["path"]:
+                found.setdefault(row["path"], row["node_id"])
+        return found
+
+    # -- the sync ------------------------------------------------------------------------------
+    def sync(self, progress: Progress | None = None, *, prune: bool = False, pair_renames: bool = False,
+             prune_grace: float = 0.0) -> SyncReport:
+        """Bring the database in step with the folder.
+
+        prune: move nodes whose file is gone to the trash (else they are kept and listed as missing).
+        pair_renames: one file gone and one new file in the same run count as a rename even when the
+        content changed too (the watcher sets it: that is what a rename-and-edit looks like).
+        prune_grace: seconds to wait before trashing, so an editor's delete-then-write save is no delete."""
+        started = time.monotonic()
+        report = SyncReport(folder=self.root_key)
+        if not self.root.is_dir():
+            raise InvalidInput(f"The folder {self.root} is gone; nothing was changed.")
+        first = not self._loaded
+        if first:
+            self._load()
+        files = self._scan(report)
+        report.files = len(files)
+        total = len(files)
+        done = 0
+        if progress:
+            progress(0, total)
+
+        missing = {rel: s for rel, s in self.notes.items() if rel not in files}
+        missing_by_sha: dict[str, list[str]] = defaultdict(list)
+        for rel, s in missing.items():
+            missing_by_sha[s.sha].append(rel)
+        to_read = []
+        for rel, st in sorted(files.items()):
+            state = self.notes.get(rel)
+            if state is not None and state.links is not None and (state.size, state.mtime_ns) == st:
+                report.unchanged += 1
+                done += 1
+                continue
+            previous = self.skipped.get(rel)
+            if previous and previous[0] == st:
+                report.skipped.append((rel, previous[1]))
+                done += 1
+                continue
+            to_read.append(rel)
+        if progress and done:
+            progress(done, total)
+        new_paths = [rel for rel in to_read if rel not in self.notes]
+        self._trash_cache = None
+        db_id = self.store.meta("db_id")
+        self.skipped = {rel: v for rel, v in self.skipped.items() if rel in files}
+        dirty = first
+
+        for start in range(0, len(to_read), BATCH_FILES):
+            batch = to_read[start:start + BATCH_FILES]
+            parsed: list[ParsedNote] = []
+            for rel in batch:
+                try:
+                    note = read_note(self.root / rel, rel, self.max_bytes)
+                except Skip as exc:
+                    self.skipped[rel] = (files[rel], str(exc))
+                    report.skipped.append((rel, str(exc)))
+                    done += 1
+                    if progress:
+                        progress(done, total)
+                    continue
+                self.skipped.pop(rel, None)
+                parsed.append(note)
+            current = {n["id"]: n for n in self.store.get_nodes(
+                [self.notes[p.rel].node_id for p in parsed if p.rel in self.notes])}
+            with self.store.db.transaction() as conn:
+                for note in parsed:
+                    conn.execute("SAVEPOINT vault_file")
+                    try:
+                        changed = self._apply(note, current, files, missing, missing_by_sha, db_id, report,
+                                              pair_renames and len(new_paths) == 1)
+                        conn.execute("RELEASE vault_file")
+                    except CairnError as exc:
+                        conn.execute("ROLLBACK TO vault_file")
+                        conn.execute("RELEASE vault_file")
+                        report.skipped.append((note.rel, str(exc)))
+                        changed = False
+                    dirty = dirty or changed
+                    for warning in note.warnings:
+                        report.warnings.append((note.rel, warning))
+                    done += 1
+                    if progress:
+                        progress(done, total)
+
+        # Files gone: trash (prune) or keep and list.
+        gone = [rel for rel in missing if rel in self.notes and rel not in files]
+        if gone and prune and prune_grace > 0:
+            time.sleep(prune_grace)
+            back = [rel for rel in gone if (self.root / rel).is_file()]
+            for rel in back:  # an editor's save in progress: read it on the next run
+                self.notes[rel].size = None
+            gone = [rel for rel in gone if rel not in back]
+        if gone:
+            dirty = True
+            if prune and not files:
+                report.warnings.append(("", f"the folder has no notes now; {len(gone)} nodes were not moved to the trash"))
+                prune = False
+            with self.store.db.transaction():
+                for rel in gone:
+                    state = self.notes.pop(rel)
+                    self.by_node.pop(state.node_id, None)
+                    if prune:
+                        try:
+                            self.store.delete_node(state.node_id)
+                        except CairnError:
+                            continue  # already deleted in Cairn
+                        self.trashed_by_sha[state.sha] = state.node_id
+                        report.trashed.append(rel)
+                    else:
+                        self.kept[rel] = state.node_id
+                        report.missing.append(rel)
+
+        if dirty:
+            self._reconcile_edges(report)
+        else:
+            self._link_stats(report)
+        report.seconds = round(time.monotonic() - started, 3)
+        return report
+
+    def _vault_meta(self, note: ParsedNote) -> dict:
+        return {"root": self.root_key, "path": note.rel, "mtime": note.mtime_ns / 1e9, "size": note.size,
+                "sha256": note.sha, "dimensions": note.dims, "fields": sorted(note.fields)}
+
+    def _exists(self, node_id: int) -> bool:
+        return self.store.db.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is not None
+
+    def _claim(self, note: ParsedNote, files, missing, missing_by_sha, db_id, pair) -> tuple[int | None, str]:
+        """The existing node a new path belongs to: (node_id, how) or (None, '')."""
+        if note.cairn_id is not None and db_id and note.cairn_db == db_id:
+            owner = self.by_node.get(note.cairn_id)
+            if (owner is None or owner not in files) and self._exists(note.cairn_id):
+                return note.cairn_id, "moved" if owner else "matched"
+        kept = self.kept.pop(note.rel, None)  # its file was gone for a while, the node kept
+        if kept is not None and kept not in self.by_node and self._exists(kept):
+            return kept, "matched"
+        for old in missing_by_sha.get(note.sha, []):
+            if old in missing:
+                return self.notes[old].node_id, "moved"
+        if pair and len(missing) == 1:
+            old = next(iter(missing))
+            return self.notes[old].node_id, "moved"
+        orphans = self.orphans.get(note.rel, [])
+        same = [o for o in orphans if o[1] == note.sha]
+        if same or len(orphans) == 1:
+            node_id = (same or orphans)[0][0]
+            orphans.remove((same or orphans)[0])
+            if self._exists(node_id):
+                return node_id, "adopted"
+        if self._trash_cache is None:
+            self._trash_cache = self._trash_by_path()
+        node_id = self.trashed_by_sha.pop(note.sha, None) or self._trash_cache.pop(note.rel, None)
+        if node_id is not None:
+            try:
+                self.store.restore_node(node_id)
+                return node_id, "restored"
+            except CairnError:
+                pass
+        return None, ""
+
+    def _apply(self, note: ParsedNote, current: dict, files, missing, missing_by_sha, db_id,
+               report: SyncReport, pair: bool) -> bool:
+        """Write one parsed file; True if anything in the graph changed."""
+        state = self.notes.get(note.rel)
+        node = current.get(state.node_id) if state else None
+        how = ""
+        if state is not None and node is None:  # deleted in Cairn meanwhile
+            self.notes.pop(note.rel)
+            self.by_node.pop(state.node_id, None)
+            state = None
+        if state is not None and state.sha == note.sha:
+            state.size, state.mtime_ns = note.size, note.mtime_ns
+            fresh = state.links is None
+            state.links, state.title, state.aliases = note.links, note.title, note.aliases
+            report.unchanged += 1
+            return fresh
+        if state is None:
+            node_id, how = self._claim(note, files, missing, missing_by_sha, db_id, pair)
+            if node_id is not None:
+                node = self.store.get_node(node_id)
+                old_rel = self.by_node.get(node_id)
+                if old_rel is not None and old_rel != note.rel:
+                    missing.pop(old_rel, None)
+                    self.notes.pop(old_rel, None)
+                    report.renamed.append((old_rel, note.rel))
+        if node is None:
+            meta = {"vault": self._vault_meta(note)}
+            if note.aliases:
+                meta["aliases"] = note.aliases
+            if note.extra:
+                meta["frontmatter"] = note.extra
+            node = self.store.add_node(
+                note.title, note.source, description=note.fields.get("description", ""),
+                link=note.fields.get("link"), event_date=note.fields.get("event_date"),
+                type=note.fields.get("type", "note"), dimensions=note.dims, metadata=meta,
+            )
+            report.created += 1
+            report.changed.append(note.rel)
+            report.added.append(note.rel)
+        else:
+            before = node["updated_at"]
+            node = self.store.update_node(node["id"], **self._changes(node, note))
+            if how == "restored":
+                report.restored += 1
+            elif how == "moved":
+                pass  # counted in renamed
+            elif node["updated_at"] != before:
+                report.updated += 1
+            else:
+                report.unchanged += 1
+            if how or node["updated_at"] != before:
+                report.changed.append(note.rel)
+        self.notes[note.rel] = NoteState(node["id"], note.rel, note.sha, note.title, note.aliases, note.size,
+                                         note.mtime_ns, note.links)
+        self.by_node[node["id"]] = note.rel
+        return True
+
+    def _changes(self, node: dict, note: ParsedNote) -> dict:
+        meta = dict(node.get("metadata") or {})
+        old = meta.get("vault") or {}
+        # A node that belongs to another folder which still exists (say, this folder is a `cairn export`
+        # of it, matched by cairn_id): take the file's content, keep the node's own folder.
+        keep_home = bool(old.get("root")) and old["root"] != self.root_key and os.path.isdir(str(old["root"]))
+        old_dims = {d.lower() for d in old.get("dimensions", [])}
+        mine = {d.lower() for d in note.dims}
+        dims = note.dims + [d for d in node["dimensions"] if d.lower() not in old_dims and d.lower() not in mine]
+        for key in ("aliases", "frontmatter"):
+            meta.pop(key, None)
+        if note.aliases:
+            meta["aliases"] = note.aliases
+        if note.extra:
+            meta["frontmatter"] = note.extra
+        meta["vault"] = old if keep_home else self._vault_meta(note)
+        changes: dict[str, Any] = {"title": note.title, "source": note.source, "dimensions": dims, "metadata": meta}
+        defaults = {"description": "", "link": None, "event_date": None, "type": "note"}
+        for key, empty in defaults.items():
+            if key in note.fields:
+                changes[key] = note.fields[key]
+            elif key in old.get("fields", []):
+                changes[key] = empty  # the file gave it before and no longer does
+        return changes
+
+    # -- edges ---------------------------------------------------------------------------------
+    def _explain(self, link: Link, title: str) -> str:
+        if link.kind == "edge" and link.explanation:
+            return _cap(link.explanation, 10_000)
+        short = _cap(title, 120)
+        if link.kind == "embed":
+            text = f'Embeds {link.shown()} in "{short}"'
+        elif link.kind == "property":
+            text = f'Links to {link.shown()} in the "{link.prop}" property of "{short}"'
+        else:
+            text = f'Links to {link.shown()} in "{short}"'
+        return _cap(text, MAX_EXPLANATION)
+
+    def _desired(self, report: SyncReport) -> dict[tuple[int, int], str]:
+        resolver = Resolver(self.notes, self.other_files)
+        desired: dict[tuple[int, int], str] = {}
+        explicit: dict[tuple[int, int], str] = {}
+        for rel, state in sorted(self.notes.items()):
+            if state.links is None:
+                continue
+            for link in state.links:
+                if not link.target:
+                    report.same_note_links += 1
+                    continue
+                counts_wiki = link.kind in ("wiki", "embed", "property")
+                if counts_wiki:
+                    report.wikilinks += 1
+                elif link.kind == "md":
+                    report.md_links += 1
+                kind, target = resolver.resolve(link.target, rel)
+                if kind == "attachment":
+                    report.attachments.append((rel, link.shown()))
+                    continue
+                if kind == "unresolved":
+                    report.unresolved.append((rel, link.shown()))
+                    continue
+                if counts_wiki:
+                    report.wikilinks_resolved += 1
+                elif link.kind == "md":
+                    report.md_links_resolved += 1
+                target_state = self.notes[target]
+                pair = (state.node_id, target_state.node_id)
+                if pair[0] == pair[1]:
+                    continue
+                if link.kind == "edge":
+                    explicit.setdefault(pair, self._explain(link, state.title))
+                else:
+                    desired.setdefault(pair, self._explain(link, state.title))
+        desired.update(explicit)
+        return desired
+
+    def _link_stats(self, report: SyncReport) -> None:
+        report.edges = len(self._desired(report))
+
+    def _reconcile_edges(self, report: SyncReport) -> None:
+        desired = self._desired(report)
+        report.edges = len(desired)
+        parsed_ids = [s.node_id for s in self.notes.values() if s.links is not None]
+        db = self.store.db
+        # The importer's edges: of this folder, or of a vault folder that is gone when this one took
+        # over its notes (a moved vault); those are handed over to this folder.
+        mine = {(r["from_node_id"], r["to_node_id"]): r for r in db.execute(
+            "SELECT id, from_node_id, to_node_id, explanation, context, json_extract(context, '$.vault_root') AS root"
+            " FROM edges WHERE source = ? AND json_extract(context, '$.vault_root') IN (SELECT value FROM json_each(?))",
+            (EDGE_SOURCE, json.dumps([self.root_key, *self.gone_roots])))}
+        taken = {(r[0], r[1]) for r in db.execute(
+            "SELECT from_node_id, to_node_id FROM edges WHERE from_node_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(parsed_ids),))}
+        parsed = set(parsed_ids)
+        with db.transaction():
+            for pair, row in mine.items():
+                if pair[0] in parsed and pair not in desired:
+                    self.store.delete_edge(row["id"])
+                    report.edges_removed += 1
+                elif pair[0] in parsed and row["root"] != self.root_key:
+                    self.store.update_edge(row["id"], context={"vault_root": self.root_key})
+            for pair, explanation in desired.items():
+                row = mine.get(pair)
+                if row is not None:
+                    context = json.loads(row["context"] or "{}")
+                    if row["explanation"] != explanation and row["explanation"] == context.get("vault_explanation"):
+                        self.store.update_edge(row["id"], explanation=explanation,
+                                               context={"vault_explanation": explanation})
+                        report.edges_updated += 1
+                    continue
+                if pair in taken:
+                    continue  # an edge made another way already joins them: keep it as it is
+                self.store.add_edge(pair[0], pair[1], explanation, source=EDGE_SOURCE, context={
+                    "type": "link", "vault_root": self.root_key, "vault_explanation": explanation})
+                report.edges_created += 1
+
+
+def import_vault(store: Store, folder: str | Path, progress: Progress | None = None, *, prune: bool = False,
+                 max_bytes: int = MAX_NOTE_BYTES) -> SyncReport:
+    """Import (or re-import) a folder of markdown notes; see the module docstring."""
+    return VaultSync(store, folder, max_bytes=max_bytes).sync(progress, prune=prune)
