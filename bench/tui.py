@@ -58,7 +58,8 @@ Bare().run(headless=True, size=(120, 40))
 """
 
 _CAIRN = r"""
-import sys, time
+import gc, sys, time
+gc.disable()  # as `cairn` does before importing the app (tui/cli.py cmd_app)
 from tui.app import CairnApp
 from tui.widgets.node_browser import NodeBrowser
 class Timed(CairnApp):

@@ -18,6 +18,7 @@ from typing import Any
 
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
+from core.focus import Focus  # noqa: F401  (part of this module's interface)
 from core.store import Store
 
 BASE_CONTEXT = """\
@@ -56,25 +57,6 @@ class Block:
 
     def summary(self) -> dict:
         return {"name": self.name, "cached": self.cached, "tokens_est": self.tokens_est}
-
-
-@dataclass(frozen=True)
-class Focus:
-    """The Focus panel's open tabs: ids in tab order, and the active (primary) one."""
-
-    open: tuple[int, ...] = ()
-    primary: int | None = None
-
-    def __post_init__(self):
-        if self.primary is not None and self.primary not in self.open:
-            object.__setattr__(self, "open", (self.primary, *self.open))
-
-    @property
-    def ordered(self) -> tuple[int, ...]:
-        """Primary first, then the other tabs in order."""
-        if self.primary is None:
-            return self.open
-        return (self.primary, *[i for i in self.open if i != self.primary])
 
 
 @dataclass

@@ -319,3 +319,29 @@ def test_search_syntax_helpers():
     assert browse.format_tag("machine learning") == '#"machine learning"'
     assert browse._fts_expression("quantum g") == '(("quantum" AND "g")) OR ("quantum")'
     assert browse._fts_expression('"open phrase') == '"open phrase"'
+
+
+def test_a_short_unfinished_word_completes_titles_and_a_longer_one_also_bodies(store, embedder):
+    """2–3 typed letters of a word match as a prefix in titles and descriptions only (ranking every
+    body containing such a prefix is slow on a large graph); from 4 letters bodies match too; whole
+    words always match everywhere."""
+    from core.search import Searcher
+
+    titled = store.add_node("Photosynthesis basics", "Light reactions.")["id"]
+    body_only = store.add_node("Plant notes", "Chlorophyll drives photosynthesis in leaves.")["id"]
+    described = store.add_node("Leaves", "Green.", description="photosynthetic tissue")["id"]
+    searcher = Searcher(store, embedder)
+
+    def fts_ids(text: str) -> set[int]:
+        expr = browse._fts_expression(text)
+        return {r[0] for r in store.db.execute("SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ?", (expr,))}
+
+    assert fts_ids("pho") == {titled, described}  # a 3-letter prefix: titles and descriptions
+    assert fts_ids("phot") == {titled, body_only, described}  # 4 letters: bodies too
+    assert body_only in fts_ids("photosynthesis")  # a whole word: everywhere
+    assert fts_ids("plant chl") == set()  # "chl" is only in the body: it waits for a 4th letter
+    assert fts_ids("plant chlo") == {body_only}
+    assert browse._fts_expression("pho") == '("pho") OR ({title description} : "pho"*)'
+    assert browse._fts_expression("leaves -ph").startswith('("leaves" NOT "ph")')  # negation keeps its meaning
+    ids, note = browse.search(searcher, "pho")
+    assert titled in ids and note is None

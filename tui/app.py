@@ -6,6 +6,8 @@ messages. Every database, search, index or LLM call runs in a worker; the UI thr
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import time
 from pathlib import Path
 
@@ -15,10 +17,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Footer, Header
 
+from core.focus import Focus
 from tui.messages import FocusChanged, NodesChanged, OpenNode
 from tui.services import Services
-from tui.widgets.chat_pane import ChatPane
-from tui.widgets.context_viewer import ContextViewer
 from tui.widgets.focus_panel import FocusPanel
 from tui.widgets.node_browser import NodeBrowser
 
@@ -50,6 +51,9 @@ class CairnApp(App):
         self._pane = 0
         self._data_version: int | None = None
         self._signature: tuple = ()
+        self._focus = Focus()
+        self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
+        self._marked = None  # the pane shown as holding the keyboard
 
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -57,9 +61,9 @@ class CairnApp(App):
         with Horizontal(id="main"):
             yield NodeBrowser(self.services, id="nodes", classes="pane current")
             yield FocusPanel(self.services, id="focus", classes="pane")
-            with ContentSwitcher(initial="chat", id="right", classes="pane"):
-                yield ChatPane(self.services, id="chat")
-                yield ContextViewer(self.services, id="viewer")
+            # The chat and the Context viewer (and their imports: markdown, the context engine) are
+            # mounted just after the first frame, so the app appears sooner (see _mount_right).
+            yield ContentSwitcher(id="right", classes="pane")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -74,15 +78,63 @@ class CairnApp(App):
         if cfg.keymap:
             self.set_keymap(cfg.keymap)
         self._apply_width(self.size.width)
+        self.watch(self.screen, "focused", lambda focused: self._mark_pane(focused), init=False)
+        self.theme_changed_signal.subscribe(self, lambda _theme: self._mark_pane(self.screen.focused, force=True))
         self.call_after_refresh(self._first_frame)
 
     def _first_frame(self) -> None:
         self.startup_ms = (time.perf_counter() - self.started) * 1000
         self.log(f"startup {self.startup_ms:.0f} ms")
+        if not gc.isenabled():  # `cairn` paused the collector for startup (tui/cli.py cmd_app)
+            gc.freeze()  # startup's objects live as long as the app: never scan them again
+            gc.enable()
+        self.call_later(self._mount_right)
         self.index_pending()
         self.watch_database()
         if self.first_run_prompt:
             self.check_first_run()
+
+    async def _mount_right(self) -> None:
+        from tui.widgets.chat_pane import ChatPane
+        from tui.widgets.context_viewer import ContextViewer
+
+        switcher = self.query_one("#right", ContentSwitcher)
+        chat, viewer = ChatPane(self.services, id="chat"), ContextViewer(self.services, id="viewer")
+        viewer.display = False  # f2 shows it
+        await switcher.mount(chat, viewer)
+        switcher.current = "chat"
+        chat.set_focus(self._focus)
+        viewer.set_focus(self._focus)
+        self._right_ready.set()
+
+    async def right_panes(self) -> tuple:
+        """The chat and the Context viewer, waiting for them if the app has only just started."""
+        from tui.widgets.chat_pane import ChatPane
+        from tui.widgets.context_viewer import ContextViewer
+
+        await self._right_ready.wait()
+        return self.query_one(ChatPane), self.query_one(ContextViewer)
+
+    def _mark_pane(self, focused, force: bool = False) -> None:
+        """Give the pane holding the keyboard an accent border. Inline styles on the pane alone: a CSS
+        class or `:focus-within` would restyle the pane's whole subtree (ten Focus tabs: ~50 ms)."""
+        from textual.color import Color
+
+        if focused is None:
+            return  # a modal took the keyboard (or nothing holds it): the pane keeps its border
+        pane = next((w for w in focused.ancestors_with_self if w.has_class("pane")), None)
+        if pane is self._marked and not force:
+            return
+        if self._marked is not None:
+            self._marked.styles.clear_rule("border")
+            self._marked.styles.clear_rule("border_title_color")
+            self._marked.styles.clear_rule("auto_border_title_color")
+        if pane is not None:
+            accent = Color.parse(self.theme_variables["accent"])
+            pane.styles.border = ("round", accent)
+            pane.styles.border_title_color = accent
+            pane.styles.auto_border_title_color = False  # the CSS's $text-muted is an "auto" colour
+        self._marked = pane
 
     def on_resize(self, event) -> None:
         self._apply_width(event.size.width)
@@ -110,12 +162,14 @@ class CairnApp(App):
         self._show_pane("nodes")
         self.query_one(NodeBrowser).focus_search()
 
-    def action_focus_chat(self) -> None:
+    async def action_focus_chat(self) -> None:
+        chat, _viewer = await self.right_panes()
         self._show_pane("right")
         self.query_one("#right", ContentSwitcher).current = "chat"
-        self.query_one(ChatPane).focus_input()
+        chat.focus_input()
 
-    def action_toggle_viewer(self) -> None:
+    async def action_toggle_viewer(self) -> None:
+        await self.right_panes()
         switcher = self.query_one("#right", ContentSwitcher)
         switcher.current = "viewer" if switcher.current == "chat" else "chat"
         self._show_pane("right")
@@ -152,8 +206,13 @@ class CairnApp(App):
 
     @on(FocusChanged)
     def _focus_changed(self, message: FocusChanged) -> None:
-        self.query_one(ChatPane).set_focus(message.focus)
-        self.query_one(ContextViewer).set_focus(message.focus)
+        self._focus = message.focus
+        if self._right_ready.is_set():  # else _mount_right hands the panes the latest focus
+            from tui.widgets.chat_pane import ChatPane
+            from tui.widgets.context_viewer import ContextViewer
+
+            self.query_one(ChatPane).set_focus(message.focus)
+            self.query_one(ContextViewer).set_focus(message.focus)
 
     @on(NodesChanged)
     def _nodes_changed(self, message: NodesChanged) -> None:

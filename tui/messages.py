@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from core.context import Focus
+from core.focus import Focus
 
 
 @dataclass

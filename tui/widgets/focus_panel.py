@@ -10,6 +10,8 @@ Tabs of open nodes (one NodeView each); the active tab is the primary focused no
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -18,11 +20,14 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane
 
-from core.context import Focus
+from core.focus import Focus
 from core.safe_text import printable
 from tui.messages import FocusChanged, NodesChanged
 from tui.services import Services
-from tui.widgets.node_view import NodeView, is_text_field
+from tui.widgets.text_field import is_text_field
+
+if TYPE_CHECKING:  # NodeView (markdown, the editor) is imported when the first tab opens, not at startup
+    from tui.widgets.node_view import NodeView
 
 TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
@@ -93,7 +98,7 @@ class FocusPanel(Vertical):
     def view(self, node_id: int) -> NodeView | None:
         """The open tab's view of a node (not one whose tab is closing)."""
         pane = self._panes.get(node_id)
-        for view in self.query(NodeView):
+        for view in self.query(".node-view"):
             if view.node_id == node_id and view.parent is not None and view.parent.id == pane:
                 return view
         return None
@@ -132,6 +137,8 @@ class FocusPanel(Vertical):
         self._order.append(node_id)
         self._serial += 1
         self._panes[node_id] = pane = f"node-{node_id}-{self._serial}"
+        from tui.widgets.node_view import NodeView
+
         view = NodeView(self.services, node_id, classes="node-view")
         added = self.tabs.add_pane(TabPane(tab_label(f"#{node_id}"), view, id=pane))
         self.tabs.display = True
@@ -188,13 +195,12 @@ class FocusPanel(Vertical):
     def reload(self, node_ids=()) -> None:
         """Refresh the tabs showing these nodes, or linked to them (their titles show in edges); () = all."""
         wanted = {int(i) for i in node_ids}
-        for view in self.query(NodeView):
+        for view in self.query(".node-view"):
             linked = {e["from_node_id"] for e in view.edges} | {e["to_node_id"] for e in view.edges}
             if not wanted or view.node_id in wanted or linked & wanted:
                 view.load()
 
-    @on(NodeView.Loaded)
-    def _view_loaded(self, message: NodeView.Loaded) -> None:
+    def on_node_view_loaded(self, message: NodeView.Loaded) -> None:
         if self.view(message.view.node_id) is not message.view:
             return  # a closing tab's late answer
         try:
@@ -204,8 +210,7 @@ class FocusPanel(Vertical):
         tab.label = tab_label(message.node["title"])
         self.refresh_bindings()  # e, ctrl+e and c apply now that the node is loaded
 
-    @on(NodeView.Missing)
-    def _view_missing(self, message: NodeView.Missing) -> None:
+    def on_node_view_missing(self, message: NodeView.Missing) -> None:
         view = message.view
         if self.view(message.node_id) is not view:
             return  # a closing tab's late answer
@@ -220,8 +225,7 @@ class FocusPanel(Vertical):
             self.app.notify(f"“{printable(view.node['title'])}” no longer exists (deleted elsewhere); "
                             "its tab is closed.", markup=False, severity="warning")
 
-    @on(NodeView.EditingChanged)
-    def _editing_changed(self, message: NodeView.EditingChanged) -> None:
+    def on_node_view_editing_changed(self, message: NodeView.EditingChanged) -> None:
         self.refresh_bindings()
 
     # -- keys ----------------------------------------------------------------------------------------

@@ -36,8 +36,6 @@ from core.safe_text import printable
 from tui.messages import OpenNode
 from tui.services import Services
 
-# Coalesces a burst of keystrokes (or a paste) into one query; well inside the 50 ms keystroke budget.
-DEBOUNCE_S = 0.02
 MORE_MARGIN = 40  # load the next page when the highlight comes this close to the end
 MAX_RELOAD = 2000  # rows a reload re-reads to keep the user's place in a long browse list
 SORT_LABELS = {"relevance": "best match", "updated": "recently updated", "edges": "most connected"}
@@ -243,11 +241,9 @@ class NodeBrowser(Vertical):
 
     @work(thread=True, exclusive=True, group="node-browser", exit_on_error=False)
     def _run(self, request: Request) -> None:
+        # No debounce delay: a paste is one change, people type ~100 ms apart, and a newer keystroke
+        # cancels this worker (checked between the full-text and the vector step).
         worker = get_current_worker()
-        if request.offset == 0:
-            time.sleep(DEBOUNCE_S)
-            if worker.is_cancelled:
-                return
         try:
             result = fetch(self.services, request, lambda: worker.is_cancelled)
         except Exception as exc:  # a locked or damaged DB, a bad query: shown inline, never a crash

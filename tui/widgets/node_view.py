@@ -29,6 +29,7 @@ from core.safe_text import printable
 from core.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
 from tui.services import Services
+from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
 
 MARKDOWN_CHAR_LIMIT = 20_000  # a source up to this size (and line count) is rendered as Markdown...
 MARKDOWN_LINE_LIMIT = 100  # ...non-blank lines, since each block becomes a widget
@@ -50,11 +51,6 @@ class SourceText(TextArea):
         if self.read_only and action in self.PASSED_ON:
             return False
         return super().check_action(action, parameters)
-
-
-def is_text_field(widget) -> bool:
-    """Whether keys typed into `widget` are text (so bare-key and ctrl+w/ctrl+e bindings stand aside)."""
-    return isinstance(widget, Input) or (isinstance(widget, TextArea) and not widget.read_only)
 
 
 @dataclass(frozen=True)
