@@ -16,19 +16,63 @@ from core.errors import InvalidInput
 from core.store import Store, node_record
 
 MODES = ("hybrid", "fts", "vector")
-# Reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank). 60 is the value from the
-# original RRF paper; issue 6 tunes it (and the candidate depths) on SciFact's train split.
-RRF_K = 60
+# Hybrid ranking, tuned on SciFact's train split in issue 6 (bench/retrieval.py; ablation table in
+# docs/retrieval.md). Measured there (train nDCG@10): BM25 alone 0.700, chunk vectors alone 0.685,
+# reciprocal rank fusion 0.730 (k=60) / 0.736 (k=10), and a weighted blend of normalised scores
+# 0.747, so the blend is the default:
+#     score = FTS_WEIGHT * bm25 / best bm25  +  (1 - FTS_WEIGHT) * cosine / best cosine
+# Dividing by the query's best score (not min-max) keeps each side's absolute spread: a query whose
+# keywords barely match gives BM25 a flat, low contribution. The cosine is computed exactly for
+# every candidate (a keyword-only candidate gets its best chunk's cosine, not a missing value:
+# that alone was worth +0.013). FTS_WEIGHT 0.35-0.40 is a plateau; 0.5 loses 0.004, 0.3 0.003.
+# A candidate with no vector at all (its note is not indexed yet) is scored on BM25 alone, so an
+# exact keyword match ranks first rather than tying with the best vector-only hit.
+FUSION = "blend"  # or "rrf"
+FTS_WEIGHT = 0.4
+# Candidate depths: 100 from each side; 200 changed nDCG@10 by +0.0005, 50 by -0.0014.
 FTS_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
-# BM25 column weights for nodes_fts(title, description, source).
+# Reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank). Used by node-scoped search,
+# the Nodes pane and FUSION = "rrf". 60 is the RRF paper's value (k=10 measured +0.005 on SciFact).
+RRF_K = 60
+# BM25 column weights for nodes_fts(title, description, source). Title weight 3 against 1, 2, 5:
+# 0.700 against 0.691, 0.696, 0.697 (BM25 alone); the porter tokenizer beat plain unicode61 by 0.03.
 BM25_WEIGHTS = (3.0, 2.0, 1.0)
+# "or": terms OR-ed, BM25 ranks (default). "and": documents with every term first, then the OR
+# matches (AND with fallback): 0.700 either way on SciFact, whose long claims rarely match in full.
+FTS_MODE = "or"
 MAX_LIMIT = 1000
 
 
-def rrf(ranks) -> float:
+@dataclass(frozen=True)
+class Tuning:
+    """Query-time ranking settings; the defaults are the module constants (benchmarks sweep them)."""
+
+    fusion: str = FUSION
+    fts_weight: float = FTS_WEIGHT
+    rrf_k: int = RRF_K
+    fts_candidates: int = FTS_CANDIDATES
+    vector_candidates: int = VECTOR_CANDIDATES
+    bm25_weights: tuple[float, ...] = BM25_WEIGHTS
+    fts_mode: str = FTS_MODE
+
+
+def rrf(ranks, k: int | None = None) -> float:
     """Reciprocal rank fusion of a document's ranks (1-based; None where a ranking missed it)."""
-    return sum(1.0 / (RRF_K + r) for r in ranks if r is not None)
+    k = RRF_K if k is None else k
+    return sum(1.0 / (k + r) for r in ranks if r is not None)
+
+
+def blend(fts: float | None, cosine: float | None, best_fts: float | None, best_cosine: float | None,
+          fts_weight: float = FTS_WEIGHT) -> float:
+    """The hybrid score of one candidate: its BM25 and cosine, each divided by the query's best.
+
+    A candidate without a vector (not indexed yet) is scored on BM25 alone."""
+    f = fts / best_fts if fts is not None and best_fts and best_fts > 0 else 0.0
+    if cosine is None:
+        return f
+    v = cosine / best_cosine if best_cosine and best_cosine > 0 else 0.0
+    return fts_weight * f + (1.0 - fts_weight) * v
 
 
 @dataclass
@@ -44,11 +88,13 @@ class Candidate:
 
 
 class Searcher:
-    def __init__(self, store: Store, embedder=None, *, mirror: bool = False):
+    def __init__(self, store: Store, embedder=None, *, mirror: bool = False, tuning: Tuning | None = None):
         self.store = store
+        self.tuning = tuning or Tuning()
         self.db = store.db
         self._embedder = embedder
         self._mirror = None
+        self._mirror_order = None
         self.use_mirror = mirror
         self._query_vectors: OrderedDict[str, Any] = OrderedDict()
 
@@ -83,10 +129,21 @@ class Searcher:
 
     # -- full text ---------------------------------------------------------------------------------
     def fts_candidates(self, query: str, limit: int, dimension: str | None = None) -> list[Candidate]:
-        expr = fts_query.build(query)
+        if self.tuning.fts_mode == "and":
+            out = self._fts_ranked(fts_query.build(query, mode="and"), limit, dimension)
+            if len(out) < limit:
+                seen = {c.node_id for c in out}
+                more = [c for c in self._fts_ranked(fts_query.build(query), limit, dimension) if c.node_id not in seen]
+                out += more[: limit - len(out)]
+            for i, c in enumerate(out):
+                c.fts_rank = i + 1
+            return out
+        return self._fts_ranked(fts_query.build(query), limit, dimension)
+
+    def _fts_ranked(self, expr: str | None, limit: int, dimension: str | None = None) -> list[Candidate]:
         if expr is None:
             return []
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        weights = ", ".join(str(w) for w in self.tuning.bm25_weights)
         if dimension:
             # Match first, then filter: a rowid-IN next to MATCH makes SQLite run the full-text query
             # once per node of the dimension (measured 9.2 s against 10 ms at 100k nodes).
@@ -157,6 +214,47 @@ class Searcher:
         rows.sort(key=lambda r: r[2])
         return [(r[0], r[1], 1.0 - r[2]) for r in rows[:k]]
 
+    def node_cosines(self, qvec, node_ids: list[int]) -> dict[int, float]:
+        """Each node's best cosine to the query (its best chunk; its node vector if it has no chunks).
+        Nodes without any vector (not indexed yet) are left out."""
+        import numpy as np
+
+        if not node_ids:
+            return {}
+        out: dict[int, float] = {}
+        if self.use_mirror:
+            m = self.mirror
+            m.sync()
+            if self._mirror_order is None or self._mirror_order[0] != m.generation:
+                # Rows sorted by node id (once per mirror generation), so a node's rows are found by
+                # binary search: np.isin over 100k rows costs ~2 ms a query, this ~0.05 ms.
+                order = np.argsort(m.node_ids, kind="stable")
+                self._mirror_order = (m.generation, order, m.node_ids[order])
+            _, order, sorted_ids = self._mirror_order
+            ids = np.asarray(node_ids, dtype=np.int64)
+            lo, hi = np.searchsorted(sorted_ids, ids, "left"), np.searchsorted(sorted_ids, ids, "right")
+            idx = order[np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())])]
+            if len(idx):
+                scores = m.matrix[idx] @ np.asarray(qvec, dtype=np.float32)
+                for node_id, score in zip(m.node_ids[idx].tolist(), scores.tolist()):
+                    if score > out.get(node_id, -2.0):
+                        out[node_id] = score
+            return out
+        blob = np.asarray(qvec, dtype=np.float32).tobytes()
+        scope = json.dumps(node_ids)
+        rows = self.db.execute(
+            "SELECT c.node_id, MIN(vec_distance_cosine(v.embedding, ?)) FROM chunks c"
+            " JOIN vec_chunks v ON v.rowid = c.id WHERE c.node_id IN (SELECT value FROM json_each(?))"
+            " GROUP BY c.node_id", (blob, scope)).fetchall()
+        rows += self.db.execute(
+            "SELECT n.id, vec_distance_cosine(v.embedding, ?) FROM nodes n CROSS JOIN vec_nodes v ON v.rowid = n.id"
+            " WHERE n.id IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)",
+            (blob, scope)).fetchall()
+        for node_id, distance in rows:
+            if distance is not None:
+                out[node_id] = 1.0 - distance
+        return out
+
     def vector_candidates(self, query: str, limit: int, dimension: str | None = None) -> list[Candidate]:
         if not query.strip():
             return []
@@ -185,8 +283,8 @@ class Searcher:
             for c in out:
                 c.score = c.cosine
             return out
-        fts = self.fts_candidates(query, max(limit, FTS_CANDIDATES), dimension)
-        vec = self.vector_candidates(query, max(limit, VECTOR_CANDIDATES), dimension)
+        fts = self.fts_candidates(query, max(limit, self.tuning.fts_candidates), dimension)
+        vec = self.vector_candidates(query, max(limit, self.tuning.vector_candidates), dimension)
         merged: dict[int, Candidate] = {}
         for c in fts:
             merged[c.node_id] = c
@@ -196,8 +294,22 @@ class Searcher:
                 merged[c.node_id] = c
             else:
                 m.cosine, m.vector_rank, m.chunk_id = c.cosine, c.vector_rank, c.chunk_id
-        for c in merged.values():
-            c.score = rrf((c.fts_rank, c.vector_rank))
+        t = self.tuning
+        if t.fusion == "rrf":
+            for c in merged.values():
+                c.score = rrf((c.fts_rank, c.vector_rank), t.rrf_k)
+        else:
+            # Keyword-only candidates get their exact cosine (best chunk), so both sides are compared
+            # on every candidate; nodes with no vector yet keep None and are scored on BM25 alone.
+            missing = [c.node_id for c in merged.values() if c.cosine is None]
+            if missing and query.strip():
+                cosines = self.node_cosines(self.query_vector(query), missing)
+                for node_id, cosine in cosines.items():
+                    merged[node_id].cosine = cosine
+            best_fts = max((c.fts for c in fts), default=None)
+            best_cosine = max((c.cosine for c in merged.values() if c.cosine is not None), default=None)
+            for c in merged.values():
+                c.score = blend(c.fts, c.cosine, best_fts, best_cosine, t.fts_weight)
         return sorted(merged.values(), key=lambda c: (-c.score, c.node_id))[:limit]
 
     def search(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None,
@@ -241,7 +353,7 @@ class Searcher:
             elif mode == "vector":
                 c.score = c.cosine
             else:
-                c.score = rrf((c.fts_rank, c.vector_rank))
+                c.score = rrf((c.fts_rank, c.vector_rank), self.tuning.rrf_k)
         ranked = sorted((c for c in per_chunk.values() if c.score is not None), key=lambda c: -c.score)
         return self._records(ranked[:limit])
 
