@@ -29,15 +29,35 @@ You work inside Cairn, the user's personal knowledge graph.
 - Cite what you use: [N] for a retrieved passage, [NODE:id] for a node. Never invent a citation; if the graph does not hold the answer, say so.
 - The block at the end of each user message (focused nodes, retrieved passages, date/time) is context added by Cairn, not typed by the user."""
 
-# Junk control for retrieved passages (calibrated in issue 6): a passage enters the prompt only if
-# its cosine similarity to the message is at least MIN_COSINE and at least RELATIVE_CUTOFF times the
-# best passage's. RRF scores are rank-only, so the cutoff uses cosine, an absolute measure.
-MIN_COSINE = 0.30
-RELATIVE_CUTOFF = 0.75
+# Junk control for retrieved passages, calibrated in issue 6 (bench/retrieval.py, SciFact train plus
+# 30 off-topic questions in bench/data/offtopic_queries.txt). A passage enters the prompt only if its
+# cosine to the message is at least MIN_COSINE (an absolute floor: the off-topic questions' best
+# passages reach 0.10-0.37, relevant SciFact passages mostly 0.5-0.8) and its hybrid score is at
+# least RELATIVE_CUTOFF times the best passage's (the hybrid score blends BM25 and cosine, each divided
+# by the query's best, so "close to the best" is comparable across queries). On SciFact train:
+# the old rule (cosine >= 0.30 and >= 0.75 x the best cosine, 6 at most) injected 4.6 passages a query,
+# 19 % relevant; this one 2.8, 29 % relevant, with a relevant passage for 78 % of queries (81 % before);
+# off-topic questions get 0.03 passages (0.17 before). A relative cutoff on cosine instead of the
+# hybrid score was worse on all three counts (0.85: 3.2 passages, 26 % relevant, 75 %).
+MIN_COSINE = 0.35
+RELATIVE_CUTOFF = 0.80
 MAX_PASSAGES = 6
 RETRIEVAL_CANDIDATES = 20
 PREVIEW_WORDS = 25
 HUBS = 10
+
+
+def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relative: float | None = None,
+        max_passages: int | None = None) -> list[tuple[float, dict]]:
+    """Junk control over (cosine, search hit) pairs in ranking order: keep those whose cosine is at
+    least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most."""
+    min_cosine = MIN_COSINE if min_cosine is None else min_cosine
+    relative = RELATIVE_CUTOFF if relative is None else relative
+    max_passages = MAX_PASSAGES if max_passages is None else max_passages
+    if not scored:
+        return []
+    best = max(h["score"] or 0.0 for _, h in scored)
+    return [(c, h) for c, h in scored if c >= min_cosine and (h["score"] or 0.0) >= relative * best][:max_passages]
 
 
 def estimate_tokens(text: str) -> int:
@@ -227,6 +247,12 @@ class ContextEngine:
 
     def retrieve(self, message: str) -> list[Passage]:
         """Passages for this message: hybrid search, then the cosine floor and relative cutoff."""
+        kept = cut(self.scored_hits(message))
+        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"], round(c, 4))
+                for i, (c, h) in enumerate(kept)]
+
+    def scored_hits(self, message: str) -> list[tuple[float, dict]]:
+        """Retrieval candidates the agent may read, best first, each with its passage's cosine."""
         if not self.agent.auto_read or not message.strip():
             return []
         hits = self.searcher.search(message, mode="hybrid", limit=RETRIEVAL_CANDIDATES)
@@ -242,12 +268,7 @@ class ContextEngine:
             if cosine is None:
                 cosine = self._chunk_cosine(h, qvec)
             scored.append((cosine, h))
-        if not scored:
-            return []
-        best = max(c for c, _ in scored)
-        kept = [(c, h) for c, h in scored if c >= MIN_COSINE and c >= RELATIVE_CUTOFF * best][:MAX_PASSAGES]
-        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"], round(c, 4))
-                for i, (c, h) in enumerate(kept)]
+        return scored
 
     def _chunk_cosine(self, hit: dict, qvec) -> float:
         import numpy as np
