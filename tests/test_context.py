@@ -305,3 +305,39 @@ def test_agent_read_scope_limits_retrieval(store, indexer, searcher):
     passages = eng.retrieve("alpha project ships")
     assert passages and {p.title for p in passages} == {"Work alpha"}
     assert ContextEngine(store, searcher, agents.with_overrides(scoped, auto_read=False)).retrieve("alpha") == []
+
+
+# ------------------------------------------------------------------------------------------------
+# junk control (issue 6: calibrated on SciFact; bench/retrieval.py)
+
+
+def _hit(score: float) -> dict:
+    return {"score": score}
+
+
+def test_cut_keeps_passages_above_the_floor_and_near_the_best_score():
+    from core.context import cut
+
+    scored = [(0.62, _hit(1.0)), (0.30, _hit(0.95)), (0.55, _hit(0.85)), (0.60, _hit(0.5))]
+    kept = cut(scored, min_cosine=0.35, relative=0.8, max_passages=6)
+    assert [h["score"] for _, h in kept] == [1.0, 0.85]  # 0.30 is under the floor, 0.5 < 0.8 x 1.0
+    assert cut(scored, min_cosine=0.35, relative=0.0, max_passages=1) == scored[:1]
+    assert cut([], 0.35, 0.8, 6) == []
+    assert cut([(0.2, _hit(1.0))]) == []  # the default floor
+
+
+def test_an_off_topic_message_gets_no_passages_and_an_on_topic_one_does(store, indexer, searcher):
+    notes = {
+        "Sourdough": "Feed the sourdough starter flour and water daily; bake when it doubles in a warm kitchen.",
+        "Bike chain": "Replace a worn bicycle chain with a chain tool, then lubricate the new chain.",
+        "Tax checklist": "Collect payslips, interest statements and receipts before the filing deadline.",
+        "Tides": "The moon's pull makes the sea rise and fall twice a day; check the tide table first.",
+    }
+    for title, text in notes.items():
+        store.add_node(title, text * 3)
+    indexer.run()
+    eng = engine(store, searcher)
+    assert [p.title for p in eng.retrieve("when is my starter ready to bake bread?")][:1] == ["Sourdough"]
+    for message in ("Who painted the ceiling of the Sistine Chapel?", "How do I center a div with CSS?",
+                    "What is the offside rule in football?"):
+        assert eng.retrieve(message) == [], message
