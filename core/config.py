@@ -38,12 +38,16 @@ allow_edits = false
 
 [ui]
 theme = ""               # a Textual theme name, e.g. "nord"; empty: Cairn's own
+animations = "none"      # none | basic | full (over SSH every animation frame crosses the wire)
 
 [vault]
 watch = ""               # a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)
 
 [keymap]                 # binding id = "key", e.g. quick_capture = "ctrl+k" (ids: press f1 in the app)
 """
+
+
+ANIMATION_LEVELS = ("none", "basic", "full")
 
 
 class ConfigError(CairnError):
@@ -70,6 +74,7 @@ class Config:
     keys: dict[str, str] = field(default_factory=dict)  # from the file; env wins in api_key()
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
     theme: str = ""
+    animations: str = "none"  # Textual's animation level: none | basic | full
     vault_watch: str = ""  # folder of markdown notes kept in sync while the app runs (core.watch)
     warnings: list[str] = field(default_factory=list)
 
@@ -147,6 +152,9 @@ def load(path: Path | None = None) -> Config:
     cfg.keymap = {k: _expect(where, f"keymap.{k}", v, str) for k, v in keymap.items()}
     ui = _expect(where, "ui", data.get("ui", {}), dict)
     cfg.theme = _expect(where, "ui.theme", ui.get("theme", ""), str)
+    cfg.animations = _expect(where, "ui.animations", ui.get("animations", "none"), str)
+    if cfg.animations not in ANIMATION_LEVELS:
+        raise ConfigError(f"{where}: `ui.animations` is {cfg.animations!r}; use one of {', '.join(ANIMATION_LEVELS)}.")
     vault = _expect(where, "vault", data.get("vault", {}), dict)
     for key in vault:
         if key != "watch":

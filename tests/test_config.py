@@ -54,3 +54,12 @@ def test_cairn_config_shows_status_never_the_key(cairn_cmd, cli_env):
     proc = subprocess.run([*cairn_cmd, "config", "set", "keys.anthropic", "x"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1 and "environment" in proc.stderr
+
+
+def test_ui_animations_default_off_and_validated(tmp_path):
+    path = config_module.write_default(tmp_path / "config.toml")
+    assert config_module.load(path).animations == "none"  # over SSH every frame crosses the wire
+    config_module.set_value("ui.animations", "full", path)
+    assert config_module.load(path).animations == "full"
+    with pytest.raises(ConfigError, match=r"ui.animations.*none, basic, full.*Nothing was changed"):
+        config_module.set_value("ui.animations", "fancy", path)

@@ -8,8 +8,7 @@ look at the new pictures and accept them with `pytest tests/test_snapshots.py --
 Everything that could vary from run to run is pinned: the database is built here with fixed titles,
 text and timestamps (set with SQL after indexing), the context suffix's date/time is a fixed
 instant, the config path shown by help is fixed, nothing indexes or watches the database in the
-background, nothing animates, and the text cursors do not blink. One app race is worked around
-before each picture (the tab underline after a relabel), marked WORKAROUND below.
+background, nothing animates, and the text cursors do not blink.
 """
 
 from __future__ import annotations
@@ -132,12 +131,8 @@ async def open_top_node(pilot) -> None:
 
     await wait_until(pilot, shown, "the node to open")
     await settle(pilot)
-    # WORKAROUND (app problem, see the report): the tab is labelled "#1" until its node loads, and
-    # after the relabel Textual sometimes leaves the underline at the old label's width (it measures
-    # the tab before the new label is laid out). Re-align it so the picture does not depend on that
-    # race; drop this when the Focus panel labels a tab with its title from the start.
-    for tabs in app.screen.query(Tabs):
-        tabs._highlight_active(animate=False)
+    # The tab is labelled with the node's title from the start (the list knows it), so its underline
+    # is measured once, for the right label; this only checks that it is.
     await wait_until(pilot, lambda: underline_settled(app), "the tab underline")
 
 

@@ -331,6 +331,8 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         await wait_for(pilot, lambda: "Sourdough starter" in focus_text(), what="the focus block")
         title = str(viewer.query_one("#block-focus").title)
         assert "not cached" in title and "tokens (estimate)" in title
+        assert " · cached · " in str(viewer.query_one("#block-system").title)
+        assert "written to the cache (read from the next turn)" in str(viewer.query_one("#block-user").title)
         app.post_message(FocusChanged(Focus(open=(notes["sourdough"], notes["tomatoes"]), primary=notes["tomatoes"])))
         await wait_for(pilot, lambda: "Primary (active tab): [NODE:%d" % notes["tomatoes"] in focus_text(),
                        what="the new primary")
@@ -344,8 +346,11 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         assert not any(secret in r for r in rendered)
         assert secret not in screen_text(app)
 
+        assert viewer.has_focus_within  # the keyboard went with f2, at this (wide) width too
+
         await pilot.press("f2")
         assert app.query_one("#right").current == "chat"
+        assert isinstance(app.focused, ChatInput)  # and came back to the chat input
 
 
 async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):

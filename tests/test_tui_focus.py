@@ -359,3 +359,43 @@ def test_rank_titles_prefers_tight_matches():
     assert [i for i, _ in rank_titles("grb", titles)] == [3, 2, 1]
     assert [i for i, _ in rank_titles("", titles, limit=2)] == [1, 2]
     assert rank_titles("zzz", titles) == []
+
+
+async def test_help_at_80x24_names_keys_as_typed_and_keeps_its_note_on_screen(db_path, nodes, focuses):
+    from textual.widgets import DataTable
+
+    from tui.screens.help import HelpScreen
+
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = await open_nodes(app, pilot, alpha, beta)
+        panel.focus_default()
+        await pilot.press("f1")
+        await settle(app, pilot)
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[3]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
+        assert rows["prev_tab"] == "[" and rows["next_tab"] == "]"  # not "left_square_bracket"
+        assert rows["search_nodes"] == "/" and rows["close_tab"] == "ctrl+w"
+        note = app.screen.query_one(".help-note")
+        inside = app.screen.query_one("#help-dialog").content_region
+        assert note.region.height > 0 and note.region.bottom <= inside.bottom  # the whole note shows
+        assert table.region.bottom <= note.region.y
+
+
+async def test_a_long_edge_explanation_wraps_under_itself(store, db_path, focuses):
+    a = store.add_node("Alpha", "x")["id"]
+    b = store.add_node("Beta", "y")["id"]
+    store.add_edge(a, b, "A long explanation that goes on and on so that it certainly needs to wrap across "
+                         "several lines of a narrow pane.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_nodes(app, pilot, a)
+        await pilot.press("f3")
+        await settle(app, pilot)
+        edges = app.query_one(".node-edges", OptionList)
+        lines = ["".join(s.text for s in edges.render_line(y)) for y in range(edges.region.height)]
+        lines = [line for line in lines if line.strip()]
+        assert lines[0].startswith("→ Beta") and len(lines) >= 3
+        assert all(line.startswith("  ") and line[2] != " " for line in lines[1:])  # every wrapped line indented

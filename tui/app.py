@@ -10,17 +10,19 @@ import asyncio
 import gc
 import time
 from pathlib import Path
+from types import MappingProxyType
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import ContentSwitcher, Footer, Header
+from textual.widgets import ContentSwitcher, Header
 
 from core.focus import Focus
 from tui.messages import FocusChanged, NodesChanged, OpenNode
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
+from tui.widgets.footer import Footer
 from tui.widgets.node_browser import NodeBrowser
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
@@ -55,6 +57,12 @@ class CairnApp(App):
         self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
         self._marked = None  # the pane shown as holding the keyboard
 
+    @property
+    def available_themes(self):
+        """A read-only view of the themes. Textual's copies the dict on every call, and it is called
+        for each line it renders (~15 ms of a Focus tab switch, bench/tui.py)."""
+        return MappingProxyType(self._registered_themes)
+
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header()
@@ -77,6 +85,7 @@ class CairnApp(App):
                 self.notify(f"Unknown theme {cfg.theme!r}; using the default.", severity="warning")
         if cfg.keymap:
             self.set_keymap(cfg.keymap)
+        self.animation_level = cfg.animations
         self._apply_width(self.size.width)
         self.watch(self.screen, "focused", lambda focused: self._mark_pane(focused), init=False)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._mark_pane(self.screen.focused, force=True))
@@ -126,9 +135,9 @@ class CairnApp(App):
         if pane is self._marked and not force:
             return
         if self._marked is not None:
-            self._marked.styles.clear_rule("border")
-            self._marked.styles.clear_rule("border_title_color")
-            self._marked.styles.clear_rule("auto_border_title_color")
+            for rule in ("border_top", "border_right", "border_bottom", "border_left", "border_title_color",
+                         "auto_border_title_color"):
+                self._marked.styles.clear_rule(rule)  # back to the CSS
         if pane is not None:
             accent = Color.parse(self.theme_variables["accent"])
             pane.styles.border = ("round", accent)
@@ -169,10 +178,15 @@ class CairnApp(App):
         chat.focus_input()
 
     async def action_toggle_viewer(self) -> None:
-        await self.right_panes()
+        """Show the Context viewer (or the chat again); the keyboard follows, at every width."""
+        chat, viewer = await self.right_panes()
         switcher = self.query_one("#right", ContentSwitcher)
         switcher.current = "viewer" if switcher.current == "chat" else "chat"
         self._show_pane("right")
+        if switcher.current == "viewer":
+            viewer.focus()
+        else:
+            chat.focus_input()
 
     def action_quick_capture(self) -> None:
         from tui.screens.quick_capture import QuickCapture
@@ -202,7 +216,7 @@ class CairnApp(App):
     @on(OpenNode)
     def _open_node(self, message: OpenNode) -> None:
         self._show_pane("focus")
-        self.query_one(FocusPanel).open_node(message.node_id)
+        self.query_one(FocusPanel).open_node(message.node_id, title=message.title)
 
     @on(FocusChanged)
     def _focus_changed(self, message: FocusChanged) -> None:

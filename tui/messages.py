@@ -14,6 +14,7 @@ class OpenNode(Message):
     """Open a node in a Focus tab (or switch to its tab)."""
 
     node_id: int
+    title: str = ""  # when the sender knows it: the tab is labelled right away, not after loading
 
 
 @dataclass

@@ -11,10 +11,20 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingsMap
 from textual.containers import Vertical
+from textual.keys import KEY_DISPLAY_ALIASES, format_key
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from core.safe_text import printable
+
+
+def display_key(key: str) -> str:
+    """A key as people type it in the config: "ctrl+w", "[" (not "left_square_bracket")."""
+    *modifiers, name = key.split("+")
+    char = format_key(name)
+    if len(char) != 1 or name in KEY_DISPLAY_ALIASES or not char.isprintable() or char.isspace():
+        char = name  # "escape", "enter", "space", "f1": the names the config takes
+    return "+".join([*modifiers, char])
 
 
 def _where(node) -> str:
@@ -56,7 +66,7 @@ def binding_rows(focused, app) -> list[tuple[str, str, str, str]]:
                 continue
             seen.add(ident)
             where = "everywhere" if node is app else _where(node)
-            rows.append((where, ", ".join(grouped[ident]), binding.description or binding.action, binding.id or ""))
+            rows.append((where, ", ".join(display_key(k) for k in grouped[ident]), binding.description or binding.action, binding.id or ""))
     return rows
 
 

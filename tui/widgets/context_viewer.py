@@ -62,6 +62,10 @@ def _shown(text: str) -> str:
 
 def _block_title(name: str, cached: bool, tokens: int) -> Content:
     mark = "cached" if cached else "not cached"
+    if name == "user" and cached:
+        # The new message ends the cached prefix: this request writes it to the cache and the
+        # next turn reads it; on this request it is not a cache hit.
+        mark = "written to the cache (read from the next turn)"
     return Content(f"{name} · {mark} · ~{tokens:,} tokens (estimate)")
 
 

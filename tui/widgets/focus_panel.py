@@ -128,7 +128,7 @@ class FocusPanel(Vertical):
             self.app.post_message(FocusChanged(focus))
 
     # -- opening and closing -------------------------------------------------------------------------
-    def open_node(self, node_id: int) -> None:
+    def open_node(self, node_id: int, title: str = "") -> None:
         """Open a node in a new tab, or switch to its tab; the keyboard follows."""
         node_id = int(node_id)
         if node_id in self._order:
@@ -140,7 +140,7 @@ class FocusPanel(Vertical):
         from tui.widgets.node_view import NodeView
 
         view = NodeView(self.services, node_id, classes="node-view")
-        added = self.tabs.add_pane(TabPane(tab_label(f"#{node_id}"), view, id=pane))
+        added = self.tabs.add_pane(TabPane(tab_label(title or f"#{node_id}"), view, id=pane))
         self.tabs.display = True
         self.query_one(".focus-empty").display = False
 
@@ -207,8 +207,18 @@ class FocusPanel(Vertical):
             tab = self.tabs.get_tab(self._panes[message.view.node_id])
         except Exception:  # the tab closed while the node loaded
             return
-        tab.label = tab_label(message.node["title"])
+        label = tab_label(message.node["title"])
+        if tab.label != label:  # opened without its title (or renamed since)
+            tab.label = label
+            # Textual measures the underline before the new label is laid out: re-align it after.
+            self.call_after_refresh(self._realign_underline)
         self.refresh_bindings()  # e, ctrl+e and c apply now that the node is loaded
+
+    def _realign_underline(self) -> None:
+        from textual.widgets import Tabs
+
+        for tabs in self.query(Tabs):
+            tabs._highlight_active(animate=False)
 
     def on_node_view_missing(self, message: NodeView.Missing) -> None:
         view = message.view

@@ -195,6 +195,7 @@ class NodeBrowser(Vertical):
         self._total: int | None = None
         self._result: Result | None = None
         self._keep_place = False
+        self._titles: dict[str, str] = {}  # option id -> node title, for the new tab's label
         self._open_when_loaded: int | None = None  # enter came before the results: open the top hit
         self.border_title = "Nodes"
 
@@ -288,7 +289,7 @@ class NodeBrowser(Vertical):
 
     def _open(self, option: Option) -> None:
         if option.id is not None:
-            self.post_message(OpenNode(int(option.id)))
+            self.post_message(OpenNode(int(option.id), title=self._titles.get(option.id, "")))
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
@@ -299,6 +300,9 @@ class NodeBrowser(Vertical):
             return  # typed on since; a newer query is running
         node_list = self.query_one(NodeList)
         options = result.options
+        if request.offset == 0:
+            self._titles = {}
+        self._titles.update((str(r["id"]), r["title"]) for r in result.rows)
         if request.offset == 0:
             previous = node_list.highlighted_option.id if (self._keep_place and node_list.highlighted_option) else None
             scroll = node_list.scroll_y

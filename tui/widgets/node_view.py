@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -136,7 +138,7 @@ class NodeView(Vertical):
         self.node: dict | None = None
         self.edges: list[dict] = []
         self._last_focused: Widget | None = None
-        self._edge_targets: dict[str, int] = {}
+        self._edge_targets: dict[str, tuple[int, str]] = {}  # option id -> (node id, title)
         self._shown_source: SourceDisplay | None = None
 
     # -- layout --------------------------------------------------------------------------------------
@@ -285,14 +287,16 @@ class NodeView(Vertical):
             outgoing = edge["from_node_id"] == self.node_id
             other = edge["to_node_id"] if outgoing else edge["from_node_id"]
             other_title = edge.get("to_title" if outgoing else "from_title") or f"Node {other}"
-            prompt = Text()
-            prompt.append("→ " if outgoing else "← ", style="bold")
-            prompt.append(_plain(other_title), style="bold")
-            prompt.append(f"  #{other}", style="dim")
+            head = Text()
+            head.append("→ " if outgoing else "← ", style="bold")
+            head.append(_plain(other_title), style="bold")
+            head.append(f"  #{other}", style="dim")
+            prompt = head
             if edge.get("explanation"):
-                prompt.append("\n  " + _plain(edge["explanation"]), style="italic")
+                # Padded, so a long explanation wraps under itself, not under the arrow.
+                prompt = Group(head, Padding(Text(_plain(edge["explanation"]), style="italic"), (0, 0, 0, 2)))
             option_id = f"edge-{edge['id']}"
-            self._edge_targets[option_id] = other
+            self._edge_targets[option_id] = (other, edge.get("to_title" if outgoing else "from_title") or "")
             items.append(Option(prompt, id=option_id))
         options.add_options(items)
         options.display = bool(items)
@@ -341,9 +345,9 @@ class NodeView(Vertical):
     @on(OptionList.OptionSelected, ".node-edges")
     def _open_edge(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        other = self._edge_targets.get(event.option.id or "")
-        if other is not None:
-            self.post_message(OpenNode(other))
+        target = self._edge_targets.get(event.option.id or "")
+        if target is not None:
+            self.post_message(OpenNode(*target))
 
     # -- editing -------------------------------------------------------------------------------------
     async def start_edit(self) -> None:
