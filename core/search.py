@@ -17,7 +17,7 @@ from core.store import Store, node_record
 
 MODES = ("hybrid", "fts", "vector")
 # Hybrid ranking, tuned on SciFact's train split in issue 6 (bench/retrieval.py; ablation table in
-# docs/retrieval.md). Measured there (train nDCG@10): BM25 alone 0.700, chunk vectors alone 0.685,
+# bench/retrieval.md). Measured there (train nDCG@10): BM25 alone 0.700, chunk vectors alone 0.685,
 # reciprocal rank fusion 0.730 (k=60) / 0.736 (k=10), and a weighted blend of normalised scores
 # 0.747, so the blend is the default:
 #     score = FTS_WEIGHT * bm25 / best bm25  +  (1 - FTS_WEIGHT) * cosine / best cosine
