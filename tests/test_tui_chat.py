@@ -248,6 +248,61 @@ async def test_model_edits_need_confirmation_and_created_nodes_are_listed(notes,
     assert [e["explanation"] for e in edges] == ["Both live in the kitchen garden."]
 
 
+async def test_ctrl_z_moves_the_notes_the_model_created_to_the_trash(notes, db_path, store, monkeypatch):
+    from fakes import FakeAnthropic, text, tool_call
+
+    with FakeAnthropic() as srv:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        srv.script.add(tool_call("createNode", {"title": "Bread notes"}),
+                       tool_call("createNode", {"title": "Rye [bold]notes[/bold]"}))
+        srv.script.add(text("Started two notes."))
+        srv.script.add(text("Nothing new this time."))  # a later reply that creates nothing
+        app = RecordingApp(db_path, first_run_prompt=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            app.services.config.chat.provider = "anthropic"
+            pane = app.query_one(ChatPane)
+            assert not pane.undo_armed and "ctrl+z" not in [k.key for k in app.screen.query("FooterKey")]
+            await type_and_send(pilot, app, "Start a bread note and a rye note")
+            await wait_for(pilot, lambda: metas(app), what="the reply")
+            created = [r["id"] for r in store.db.execute(
+                "SELECT id FROM nodes WHERE title IN ('Bread notes', 'Rye [bold]notes[/bold]') ORDER BY id")]
+            assert len(created) == 2
+            sources = app.query(SourceList).last()
+            assert "+ Bread notes (created by the model)" in [str(o.prompt) for o in sources.options]
+            await type_and_send(pilot, app, "Anything else?")
+            await wait_for(pilot, lambda: len(metas(app)) == 2, what="the second reply")
+
+            # in the input with text in it, ctrl+z undoes typing, never the notes
+            chat_input = pane.query_one(ChatInput)
+            await pilot.press(*"abc")
+            await pilot.press("ctrl+z")
+            await pilot.pause()
+            assert chat_input.text != "abc" and len(store.get_nodes(created)) == 2
+            chat_input.clear()
+            await pilot.pause()
+            assert "ctrl+z" in [k.key for k in app.screen.query("FooterKey")]
+
+            await pilot.press("ctrl+z")  # the empty input: the latest reply that created notes
+            await wait_for(pilot, lambda: any("Moved 2 notes to the trash" in n.message
+                                              for n in app._notifications), what="the undo")
+            notice = [n.message for n in app._notifications if "Moved" in n.message][-1]
+            assert notice.startswith("Moved 2 notes to the trash (cairn restore ID brings one back)")
+            assert store.get_nodes(created) == []
+            assert {t["node_id"] for t in store.trash()} >= set(created)
+            labels = [str(o.prompt) for o in sources.options]
+            assert "+ Bread notes (created by the model) · undone, in the trash" in labels
+            assert "+ Rye [bold]notes[/bold] (created by the model) · undone, in the trash" in labels
+            assert all(o.disabled for o in sources.options if "undone" in str(o.prompt))
+
+            await pilot.press("ctrl+z")
+            await wait_for(pilot, lambda: any("Nothing left to undo" in n.message for n in app._notifications),
+                           what="nothing left to undo")
+            assert len(store.trash()) == 2
+        assert srv.errors == []
+
+
 async def test_missing_key_is_shown_inline_and_the_message_is_kept(db_path, store):
     app = RecordingApp(db_path, first_run_prompt=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -6,7 +6,16 @@ status these tests check); the database watcher stays on.
 
 from __future__ import annotations
 
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+from rich.console import Group
+from rich.padding import Padding
 from textual.widgets import Input, OptionList, Static, TextArea
 
 from core.context import Focus
@@ -14,6 +23,7 @@ from core.fuzzy import rank_titles
 from tui.app import CairnApp
 from tui.messages import OpenNode
 from tui.screens.confirm import ConfirmScreen
+from tui.screens.edge_edit import EdgeEditModal
 from tui.screens.edge_modal import EdgeModal
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.focus_panel import FocusPanel
@@ -68,6 +78,19 @@ def text_of(widget: Static) -> str:
 
 def notices(app) -> list[str]:
     return [n.message for n in app._notifications]
+
+
+def prompt_text(prompt) -> str:
+    """An option's prompt as plain text (an edge with an explanation is a Group of two lines)."""
+    if isinstance(prompt, Group):
+        return "\n".join(prompt_text(r) for r in prompt.renderables)
+    if isinstance(prompt, Padding):
+        return prompt_text(prompt.renderable)
+    return str(prompt)
+
+
+def footer_keys(app) -> list[str]:
+    return [key.key for key in app.screen.query("FooterKey")]
 
 
 async def test_tabs_open_switch_close_and_tell_the_chat(db_path, nodes, focuses):
@@ -131,8 +154,8 @@ async def test_a_tab_shows_the_node_and_enter_on_an_edge_opens_the_other(db_path
         assert "The first note." in view.query_one(".node-source").source
         edges = view.query_one(".node-edges", OptionList)
         assert edges.option_count == 1
-        assert "Beta" in str(edges.get_option_at_index(0).prompt)
-        assert "Alpha cites Beta" in str(edges.get_option_at_index(0).prompt)
+        assert "Beta" in prompt_text(edges.get_option_at_index(0).prompt)
+        assert "Alpha cites Beta" in prompt_text(edges.get_option_at_index(0).prompt)
 
         edges.focus()
         await pilot.press("enter")
@@ -140,7 +163,7 @@ async def test_a_tab_shows_the_node_and_enter_on_an_edge_opens_the_other(db_path
         panel = app.query_one(FocusPanel)
         assert panel.open_ids == (alpha, beta) and panel.primary == beta
         incoming = view_of(app, beta).query_one(".node-edges", OptionList)
-        assert "Alpha" in str(incoming.get_option_at_index(0).prompt)  # edges in are listed too
+        assert "Alpha" in prompt_text(incoming.get_option_at_index(0).prompt)  # edges in are listed too
         assert focuses[-1] == Focus(open=(alpha, beta), primary=beta)
 
         await pilot.press("c")
@@ -316,7 +339,7 @@ async def test_new_edge_through_the_fuzzy_finder(db_path, store, nodes, focuses)
         assert linked and linked[0]["explanation"] == "Alpha explains the bursts"
         edges = view_of(app, alpha).query_one(".node-edges", OptionList)
         assert edges.option_count == 2
-        assert any("Gamma ray bursts" in str(edges.get_option_at_index(i).prompt) for i in range(2))
+        assert any("Gamma ray bursts" in prompt_text(edges.get_option_at_index(i).prompt) for i in range(2))
 
         # linking the same pair again is refused inline, and the modal stays open
         await pilot.press("ctrl+e")
@@ -399,3 +422,273 @@ async def test_a_long_edge_explanation_wraps_under_itself(store, db_path, focuse
         lines = [line for line in lines if line.strip()]
         assert lines[0].startswith("→ Beta") and len(lines) >= 3
         assert all(line.startswith("  ") and line[2] != " " for line in lines[1:])  # every wrapped line indented
+
+
+# -- editing and deleting edges from the edges list ---------------------------------------------------------
+def edge_index(edges: OptionList, edge_id: int) -> int:
+    ids = [edges.get_option_at_index(i).id for i in range(edges.option_count)]
+    return ids.index(f"edge-{edge_id}")
+
+
+async def test_x_deletes_the_highlighted_edge_after_asking_and_both_ends_refresh(db_path, store, nodes, focuses,
+                                                                                monkeypatch):
+    alpha, beta, gamma = nodes
+    cites = store.edges(alpha)[0]["id"]
+    store.add_edge(gamma, alpha, "Gamma mentions Alpha")
+    reloads: list[set[int]] = []  # what NodesChanged asked the panel to refresh
+    reload = FocusPanel.reload
+    monkeypatch.setattr(FocusPanel, "reload", lambda self, ids=(): (reloads.append(set(ids)), reload(self, ids)))
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await open_nodes(app, pilot, beta, alpha)  # Beta's tab shows the edge too
+        assert view_of(app, beta).query_one(".node-edges", OptionList).option_count == 1
+        view = view_of(app, alpha)
+        view.query_one(".node-read").focus()
+        await settle(app, pilot)
+        assert "x" not in footer_keys(app) and "r" not in footer_keys(app)  # only in the edges list
+
+        edges = view.query_one(".node-edges", OptionList)
+        edges.focus()
+        edges.highlighted = None
+        await settle(app, pilot)
+        assert "x" not in footer_keys(app)
+        await pilot.press("x")  # nothing highlighted: nothing to delete, nothing asked
+        await settle(app, pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+
+        edges.highlighted = edge_index(edges, cites)
+        await settle(app, pilot)
+        assert {"x", "r"} <= set(footer_keys(app))
+        await pilot.press("x")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "“Alpha” → “Beta”" in app.screen.question
+        await pilot.press("n")  # kept
+        await settle(app, pilot)
+        assert len(store.edges(alpha)) == 2
+
+        await pilot.press("x")
+        await settle(app, pilot)
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert [e["explanation"] for e in store.edges(alpha)] == ["Gamma mentions Alpha"]
+        assert {alpha, beta} in reloads  # both ends named
+        assert any("Deleted the link “Alpha” → “Beta”" in n for n in notices(app))
+        assert edges.option_count == 1 and "Gamma" in prompt_text(edges.get_option_at_index(0).prompt)
+        assert app.focused is edges  # the keyboard stays in the list
+        beta_edges = view_of(app, beta).query_one(".node-edges", OptionList)
+        assert beta_edges.option_count == 0 and not beta_edges.display  # the other end refreshed too
+        assert view_of(app, beta).query_one(".node-no-edges").display
+
+        await pilot.press("x", "y")  # the last edge: the list hides and the keyboard stays in the tab
+        await settle(app, pilot)
+        assert store.edges(alpha) == [] and not edges.display
+        assert app.focused is not None and view in app.focused.ancestors_with_self
+        assert panel.open_ids == (beta, alpha)
+
+
+async def test_r_edits_an_edge_explanation_and_refuses_an_empty_one(db_path, store, nodes, focuses):
+    alpha, beta, _ = nodes
+    edge_id = store.edges(alpha)[0]["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:  # the smallest supported terminal
+        await open_nodes(app, pilot, alpha)
+        edges = view_of(app, alpha).query_one(".node-edges", OptionList)
+        edges.focus()
+        edges.highlighted = 0
+        await settle(app, pilot)
+
+        await pilot.press("r")
+        await settle(app, pilot)
+        modal = app.screen
+        assert isinstance(modal, EdgeEditModal)
+        field = modal.query_one("#edge-edit-explanation", Input)
+        assert app.focused is field and field.value == "Alpha cites Beta"  # prefilled
+        await pilot.press(*" and more")  # typed, then escape: nothing changes
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, EdgeEditModal)
+        assert store.get_edge(edge_id)["explanation"] == "Alpha cites Beta"
+        assert app.focused is edges
+
+        await pilot.press("r")
+        await settle(app, pilot)
+        modal = app.screen
+        field = modal.query_one("#edge-edit-explanation", Input)
+        field.value = "   "
+        await pilot.press("enter")
+        await settle(app, pilot)
+        error = modal.query_one("#edge-edit-error", Static)
+        assert isinstance(app.screen, EdgeEditModal) and error.display  # refused inline, still open
+        assert "why these two nodes are connected" in text_of(error)
+        assert store.get_edge(edge_id)["explanation"] == "Alpha cites Beta"
+
+        field.value = ""
+        await pilot.press(*"Alpha quotes [bold]Beta[/bold]", "enter")  # brackets are text, not markup
+        await settle(app, pilot)
+        assert not isinstance(app.screen, EdgeEditModal)
+        assert store.get_edge(edge_id)["explanation"] == "Alpha quotes [bold]Beta[/bold]"
+        assert "Alpha quotes [bold]Beta[/bold]" in prompt_text(edges.get_option_at_index(0).prompt)
+        assert any("Saved the link" in n for n in notices(app))
+
+        store.delete_edge(edge_id)  # deleted elsewhere while the modal is open: said inline
+        await pilot.press("r")
+        await settle(app, pilot)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, EdgeEditModal)
+        assert "no longer exists" in text_of(app.screen.query_one("#edge-edit-error", Static))
+        await pilot.press("escape")
+        await settle(app, pilot)
+
+
+# -- E: the node's source in $EDITOR ----------------------------------------------------------------------
+FAKE_EDITOR = """\
+import sys
+args, path = sys.argv[1:-1], sys.argv[-1]
+if "--fail" in args:
+    sys.exit(3)
+if "--keep" not in args:
+    with open(path, "ab") as fh:
+        fh.write(b"\\xff\\xfe not utf-8\\n" if "--bad" in args else b"\\nAdded by the editor\\n")
+"""
+
+
+@pytest.fixture
+def fake_editor(tmp_path, monkeypatch) -> list[list[str]]:
+    """$EDITOR is a small script that appends a line (flags: --bad bytes, --keep as is, --fail status 3);
+    the app's hand-off runs it without suspending (Pilot cannot suspend). Returns the argvs it ran."""
+    script = tmp_path / "fake editor.py"  # a space in the path: $EDITOR is split like a shell would
+    script.write_text(f"#!{sys.executable}\n" + FAKE_EDITOR, encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"'{script}'")
+    ran: list[list[str]] = []
+
+    def run_editor(self, argv: list[str]) -> int:
+        ran.append(argv)
+        return subprocess.run(argv).returncode
+
+    monkeypatch.setattr(FocusPanel, "_run_editor", run_editor)
+    return ran
+
+
+def editor_files() -> list[Path]:
+    from core.paths import data_dir
+
+    folder = data_dir() / "tmp"
+    return sorted(folder.glob("*.md")) if folder.exists() else []
+
+
+def kept_file(app) -> Path:
+    match = re.search(r"kept in (\S+\.md)", notices(app)[-1])
+    assert match, notices(app)[-1]
+    return Path(match.group(1))
+
+
+async def test_E_saves_the_text_edited_in_EDITOR(db_path, store, nodes, focuses, fake_editor, monkeypatch):
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_nodes(app, pilot, beta)
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert len(fake_editor) == 1 and fake_editor[0][0].endswith("fake editor.py")
+        assert fake_editor[0][-1].endswith(".md")
+        saved = store.get_node(beta)
+        assert saved["source"] == "The second note.\nAdded by the editor"  # the editor's final newline dropped
+        assert saved["chunk_status"] == "pending"  # queued for indexing again
+        assert "Added by the editor" in view_of(app, beta).query_one(".node-source").source
+        assert any("Saved the text of “Beta”" in n for n in notices(app))
+        assert editor_files() == []  # the temporary file is gone once saved
+
+        # nothing changed: nothing written; $VISUAL wins over $EDITOR
+        monkeypatch.setenv("VISUAL", os.environ["EDITOR"] + " --keep")
+        monkeypatch.setenv("EDITOR", "no-such-editor")
+        before = store.get_node(beta)["updated_at"]
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert "--keep" in fake_editor[-1]
+        assert store.get_node(beta)["updated_at"] == before
+        assert "“Beta” is unchanged." in notices(app)[-1] and editor_files() == []
+
+        # the in-app editor is open: E stands aside (its own keys, and one editor at a time)
+        await pilot.press("e")
+        await settle(app, pilot)
+        await pilot.press("E")  # typed into the title field
+        await settle(app, pilot)
+        assert len(fake_editor) == 2
+        assert app.query_one("#edit-title", Input).value.endswith("E")
+
+
+async def test_E_never_overwrites_a_change_made_meanwhile(db_path, store, nodes, focuses, fake_editor, monkeypatch):
+    alpha, _, _ = nodes
+    run_editor = FocusPanel._run_editor
+
+    def edited_elsewhere_meanwhile(self, argv):
+        store.update_node(alpha, source="Changed by another process.")
+        return run_editor(self, argv)
+
+    monkeypatch.setattr(FocusPanel, "_run_editor", edited_elsewhere_meanwhile)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_nodes(app, pilot, alpha)
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert store.get_node(alpha)["source"] == "Changed by another process."  # not overwritten
+        assert "changed in Cairn while you were editing" in notices(app)[-1]
+        kept = kept_file(app)
+        assert kept.read_text(encoding="utf-8") == "# Alpha\n\nThe first note.\nAdded by the editor\n"
+
+        kept.unlink()
+
+        def deleted_meanwhile(self, argv):
+            store.delete_node(alpha)
+            return run_editor(self, argv)
+
+        monkeypatch.setattr(FocusPanel, "_run_editor", deleted_meanwhile)
+        await pilot.press("E")
+        await settle(app, pilot)
+        said = [n for n in notices(app) if "was deleted while you were editing" in n]
+        assert said and "kept in" in said[0]
+        kept = Path(re.search(r"kept in (\S+\.md)", said[0]).group(1))
+        assert kept.read_text(encoding="utf-8") == "Changed by another process.\nAdded by the editor\n"
+        assert app.query_one(FocusPanel).open_ids == ()  # its tab closes, as for any deletion
+
+
+async def test_E_keeps_text_that_is_not_utf8_or_that_a_failed_editor_left(db_path, store, nodes, focuses,
+                                                                            fake_editor, monkeypatch):
+    _, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_nodes(app, pilot, beta)
+        monkeypatch.setenv("EDITOR", os.environ["EDITOR"] + " --bad")
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert store.get_node(beta)["source"] == "The second note."
+        assert "not valid UTF-8" in notices(app)[-1] and "nothing was saved" in notices(app)[-1]
+        kept = kept_file(app)
+        assert kept.read_bytes() == b"The second note.\xff\xfe not utf-8\n"  # nothing lost
+
+        monkeypatch.setenv("EDITOR", os.environ["EDITOR"].replace("--bad", "--fail"))
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert "exited with status 3" in notices(app)[-1]
+        assert kept_file(app).read_text(encoding="utf-8") == "The second note."
+        assert store.get_node(beta)["source"] == "The second note."
+
+
+async def test_E_says_so_when_the_terminal_cannot_suspend(db_path, store, nodes, focuses, monkeypatch):
+    _, beta, _ = nodes
+    monkeypatch.setenv("EDITOR", "no-such-editor-is-run")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:  # headless: App.suspend is not supported
+        await open_nodes(app, pilot, beta)
+        await pilot.press("E")
+        await settle(app, pilot)
+        assert "cannot hand the screen to an external editor" in notices(app)[-1]
+        assert store.get_node(beta)["source"] == "The second note."
+        assert editor_files() == []  # nothing was edited, so nothing is left behind
+        await pilot.press("E")  # and the key works again afterwards
+        await settle(app, pilot)
+        assert sum("cannot hand the screen" in n for n in notices(app)) == 2

@@ -6,6 +6,7 @@ A reply streams from a thread worker that opens its own Store (a Chat and its co
 one thread) and forwards the provider's events as small messages; text deltas go through a shared
 buffer and a coalescing message, then into `Markdown.get_stream`, so a flood of tokens never queues
 one UI update per token. Escape stops a reply (the partial reply is kept, marked incomplete).
+ctrl+z moves the notes the model created in the latest reply that created any to Cairn's trash.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from core.errors import NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
 from tui.services import Services
@@ -128,6 +130,23 @@ class _LoadFailed(Message, bubble=False):
     error: str
 
 
+@dataclass
+class _CreatedBatch:
+    """The notes the model created in one reply, and that reply's sources list (to mark them undone)."""
+
+    node_ids: list
+    sources: "SourceList | None"
+    state: str = "ready"  # "ready", "moving" (to the trash, in a worker) or "undone"
+
+
+@dataclass
+class _Undone(Message, bubble=False):
+    batch: _CreatedBatch
+    moved: list
+    missing: list  # already deleted by someone else
+    error: str | None = None
+
+
 # -- widgets ---------------------------------------------------------------------------------------------
 class ChatLog(VerticalScroll):
     """The conversation, anchored to the bottom while a reply streams."""
@@ -141,7 +160,14 @@ class ChatLog(VerticalScroll):
 
 
 class ChatInput(TextArea):
-    """The message editor: enter is a newline; ctrl+j / alt+enter send (bindings on the pane)."""
+    """The message editor: enter is a newline; ctrl+j / alt+enter send (bindings on the pane). While it
+    is empty, ctrl+z is the pane's "undo created notes" rather than undoing typing (there is none)."""
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        pane = self.parent
+        if action == "undo" and not self.text and isinstance(pane, ChatPane) and pane.undo_armed:
+            return False  # the key passes on to the pane's undo_created
+        return super().check_action(action, parameters)
 
     async def _on_key(self, event: events.Key) -> None:
         pane = self.parent
@@ -168,6 +194,7 @@ class ChatPane(Vertical):
         Binding("escape", "stop_reply", "Stop reply", id="stop_reply"),
         Binding("ctrl+o", "chat_list", "Chats", id="chat_list"),
         Binding("f5", "new_chat", "New chat", id="new_chat"),
+        Binding("ctrl+z", "undo_created", "Undo created notes", id="undo_created"),
     ]
 
     def __init__(self, services: Services, **kwargs):
@@ -194,6 +221,7 @@ class ChatPane(Vertical):
         self._stop_timer: Timer | None = None
         self._last_message = ""
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._created: _CreatedBatch | None = None  # the latest reply's created notes (ctrl+z)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -279,6 +307,8 @@ class ChatPane(Vertical):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "stop_reply":
             return self._streaming
+        if action == "undo_created":
+            return self.undo_armed
         return True
 
     def action_send_message(self) -> None:
@@ -441,8 +471,11 @@ class ChatPane(Vertical):
         if status == "incomplete" and not message.error:
             status = "incomplete (stopped)"
         log.mount(Static(Text(f"{usage_line(message.usage)} · {status}"), classes=f"reply-meta {message.status}"))
-        if message.sources:
-            log.mount(SourceList(message.sources, classes="sources"))
+        sources = SourceList(message.sources, classes="sources") if message.sources else None
+        if sources is not None:
+            log.mount(sources)
+        if message.created:
+            self._created = _CreatedBatch(list(message.created), sources)
         for key in self._total:
             self._total[key] += int(message.usage.get(key, 0) or 0)
         self.last_reply_text = shown
@@ -498,6 +531,85 @@ class ChatPane(Vertical):
     def on_unmount(self) -> None:
         self._cancel.set()
 
+    # -- undoing the model's created notes ---------------------------------------------------------
+    @property
+    def undo_armed(self) -> bool:
+        """Whether ctrl+z means "undo created notes" here: the model created notes in this chat."""
+        return self._created is not None
+
+    def action_undo_created(self) -> None:
+        batch = self._created
+        if batch is None:
+            self.notify("Nothing to undo: the model has not created notes in this chat.", severity="warning")
+            return
+        if batch.state == "undone":
+            self.notify("Nothing left to undo: the notes the model created are already in the trash.",
+                        severity="warning")
+            return
+        if batch.state == "moving":
+            return
+        if self._streaming:
+            self.notify("A reply is still streaming: wait for it (or stop it with escape), then undo.",
+                        severity="warning")
+            return
+        batch.state = "moving"
+        self._undo_worker(batch)
+
+    @work(thread=True, group="chat-undo", exit_on_error=False)
+    def _undo_worker(self, batch: _CreatedBatch) -> None:
+        moved: list[int] = []
+        missing: list[int] = []
+        try:
+            with self.services.store() as store:
+                for node_id in batch.node_ids:
+                    try:
+                        store.delete_node(node_id)
+                        moved.append(node_id)
+                    except NotFound:
+                        missing.append(node_id)
+        except Exception as exc:
+            self.post_message(_Undone(batch, moved, missing, f"Could not move the created notes to the trash: {exc}"))
+            return
+        self.post_message(_Undone(batch, moved, missing))
+
+    @on(_Undone)
+    def _undone(self, message: _Undone) -> None:
+        batch = message.batch
+        done = set(message.moved) | set(message.missing)
+        batch.node_ids = [n for n in batch.node_ids if n not in done]
+        batch.state = "ready" if batch.node_ids else "undone"
+        self._mark_undone(batch.sources, set(message.moved), set(message.missing))
+        moved = message.moved
+        if moved:
+            plural = "s" if len(moved) != 1 else ""
+            text = (f"Moved {len(moved)} note{plural} to the trash (cairn restore ID brings one back): "
+                    + ", ".join(f"#{n}" for n in moved) + ".")
+        else:
+            text = "Nothing moved to the trash."
+        if message.missing:
+            text += f" {len(message.missing)} had already been deleted."
+        if message.error:
+            self.notify(printable(f"{message.error}. {text}"), severity="error", markup=False)
+        else:
+            self.notify(text, markup=False, timeout=8)
+        if moved:
+            self.post_message(NodesChanged(tuple(moved)))
+
+    @staticmethod
+    def _mark_undone(sources: "SourceList | None", moved: set, missing: set) -> None:
+        """Mark the sources list's entries for these nodes as undone, and stop them opening."""
+        if sources is None or not sources.is_attached:
+            return
+        for index, node_id in enumerate(sources.node_ids):
+            if node_id is None or node_id not in moved | missing:
+                continue
+            prompt = sources.get_option_at_index(index).prompt
+            label = prompt.copy() if isinstance(prompt, Text) else Text(str(prompt))
+            label.append(" · undone, in the trash" if node_id in moved else " · already deleted", style="italic")
+            sources.replace_option_prompt_at_index(index, label)
+            sources.disable_option_at_index(index)
+            sources.node_ids[index] = None
+
     # -- sources and links -------------------------------------------------------------------------
     @on(OptionList.OptionSelected, ".sources")
     def _source_selected(self, event: OptionList.OptionSelected) -> None:
@@ -532,6 +644,8 @@ class ChatPane(Vertical):
         self.last_reply_text = ""
         self.last_usage = None
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._created = None  # undo applies to the chat on screen
+        self.refresh_bindings()
         self.query_one(ChatLog).remove_children()
         self._show_intro()
         self._update_title()
@@ -622,6 +736,8 @@ class ChatPane(Vertical):
         self.chat_title = message.title
         self.chat_agent = message.agent
         self.last_reply_text = last_text
+        self._created = None  # undo applies to the replies of this session only
+        self.refresh_bindings()
         self._total = message.total
         self._update_title()
         self._set_status("")

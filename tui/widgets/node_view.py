@@ -1,4 +1,5 @@
 """One Focus tab: a node's fields, chunk status, edges (out and in) and source; `e` turns it into an editor.
+In the edges list, `r` edits the highlighted edge's explanation and `x` deletes the edge (after asking).
 
 The view loads itself in a thread worker (`load`) and renders what the worker posts back. Note text is
 shown through `rich.text.Text(printable(...))`, never as markup. A short source is rendered by the
@@ -53,6 +54,48 @@ class SourceText(TextArea):
         if self.read_only and action in self.PASSED_ON:
             return False
         return super().check_action(action, parameters)
+
+
+class EdgeList(OptionList):
+    """A node's edges: enter opens the other end; `r` edits the highlighted edge's explanation, `x`
+    deletes the edge. Both keys exist only while an edge is highlighted, so the footer offers them here."""
+
+    BINDINGS = [
+        Binding("r", "edit_edge", "Edit link", id="edit_edge"),
+        Binding("x", "delete_edge", "Delete link", id="delete_edge"),
+    ]
+
+    @dataclass
+    class EdgeRequested(Message):
+        """The user asked to edit or delete an edge (handled by the NodeView, which knows the edge)."""
+
+        edge_list: "EdgeList"
+        action: str  # "edit" or "delete"
+        edge_id: int
+
+    @property
+    def highlighted_edge_id(self) -> int | None:
+        if self.highlighted is None or not self.option_count:
+            return None
+        option_id = self.get_option_at_index(self.highlighted).id or ""
+        return int(option_id[len("edge-"):]) if option_id.startswith("edge-") else None
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("edit_edge", "delete_edge"):
+            return self.highlighted_edge_id is not None
+        return super().check_action(action, parameters)
+
+    def watch_highlighted(self, highlighted: int | None) -> None:
+        super().watch_highlighted(highlighted)
+        self.refresh_bindings()
+
+    def action_edit_edge(self) -> None:
+        if (edge_id := self.highlighted_edge_id) is not None:
+            self.post_message(self.EdgeRequested(self, "edit", edge_id))
+
+    def action_delete_edge(self) -> None:
+        if (edge_id := self.highlighted_edge_id) is not None:
+            self.post_message(self.EdgeRequested(self, "delete", edge_id))
 
 
 @dataclass(frozen=True)
@@ -131,6 +174,17 @@ class NodeView(Vertical):
         view: "NodeView"
         editing: bool
 
+    @dataclass
+    class EdgeDeleted(Message):
+        view: "NodeView"
+        edge: dict  # the edge as listed (with both titles)
+
+    @dataclass
+    class EdgeFailed(Message):
+        view: "NodeView"
+        error: str
+        node_ids: tuple  # the ends to refresh anyway (the edge may have changed elsewhere)
+
     def __init__(self, services: Services, node_id: int, **kwargs):
         super().__init__(**kwargs)
         self.services = services
@@ -149,7 +203,7 @@ class NodeView(Vertical):
                 yield Static(classes="node-fields")
                 yield Static(classes="node-status")
                 yield Label("Edges", classes="node-section node-edges-heading")
-                yield OptionList(classes="node-edges")
+                yield EdgeList(classes="node-edges")
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")
                 yield Label("Source", classes="node-section")
                 yield Static(classes="node-source-note")
@@ -299,6 +353,8 @@ class NodeView(Vertical):
             self._edge_targets[option_id] = (other, edge.get("to_title" if outgoing else "from_title") or "")
             items.append(Option(prompt, id=option_id))
         options.add_options(items)
+        if not items and options.has_focus:
+            self.query_one(".node-read", VerticalScroll).focus()  # the list is about to be hidden
         options.display = bool(items)
         self.query_one(".node-no-edges").display = not items
         outgoing = sum(1 for e in edges if e["from_node_id"] == self.node_id)
@@ -348,6 +404,80 @@ class NodeView(Vertical):
         target = self._edge_targets.get(event.option.id or "")
         if target is not None:
             self.post_message(OpenNode(*target))
+
+    # -- editing and deleting edges -------------------------------------------------------------------
+    def _edge(self, edge_id: int) -> dict | None:
+        return next((e for e in self.edges if e["id"] == edge_id), None)
+
+    @staticmethod
+    def _edge_text(edge: dict) -> str:
+        return (f"“{_plain(edge.get('from_title') or edge['from_node_id'])}” → "
+                f"“{_plain(edge.get('to_title') or edge['to_node_id'])}”")
+
+    @on(EdgeList.EdgeRequested)
+    def _edge_requested(self, message: EdgeList.EdgeRequested) -> None:
+        message.stop()
+        edge = self._edge(message.edge_id)
+        if edge is None:
+            return
+        if message.action == "delete":
+            self._ask_delete_edge(edge)
+        else:
+            self._edit_edge(edge)
+
+    def _ask_delete_edge(self, edge: dict) -> None:
+        from tui.screens.confirm import ConfirmScreen
+
+        question = f"Delete the link {self._edge_text(edge)}?"
+        if edge.get("explanation"):
+            question += f"\n\n{edge['explanation']}"
+
+        def answered(delete: bool | None) -> None:
+            if delete:
+                self.delete_edge(edge)
+
+        self.app.push_screen(ConfirmScreen(question, yes="Delete", no="Keep"), answered)
+
+    @work(thread=True, group="edge-delete", exit_on_error=False)
+    def delete_edge(self, edge: dict) -> None:
+        """Delete an edge; post EdgeDeleted, or EdgeFailed (a missing edge is refreshed away either way)."""
+        ends = (edge["from_node_id"], edge["to_node_id"])
+        try:
+            with self.services.store() as store:
+                store.delete_edge(edge["id"])
+        except NotFound:
+            self.post_message(self.EdgeFailed(self, "That link no longer exists (deleted elsewhere).", ends))
+            return
+        except Exception as exc:
+            self.post_message(self.EdgeFailed(self, f"Could not delete the link: {exc}", ends))
+            return
+        self.post_message(self.EdgeDeleted(self, edge))
+
+    @on(EdgeDeleted)
+    def _edge_deleted(self, message: EdgeDeleted) -> None:
+        if message.view is not self:
+            return
+        edge = message.edge
+        self.app.notify(f"Deleted the link {self._edge_text(edge)}.", markup=False, timeout=3)
+        self.app.post_message(NodesChanged((edge["from_node_id"], edge["to_node_id"])))
+
+    @on(EdgeFailed)
+    def _edge_failed(self, message: EdgeFailed) -> None:
+        if message.view is not self:
+            return
+        self.app.notify(printable(message.error), markup=False, severity="error")
+        self.app.post_message(NodesChanged(message.node_ids))
+
+    def _edit_edge(self, edge: dict) -> None:
+        from tui.screens.edge_edit import EdgeEditModal
+
+        def edited(updated: dict | None) -> None:
+            if updated is None:
+                return
+            self.app.notify(f"Saved the link {self._edge_text(edge)}.", markup=False, timeout=3)
+            self.app.post_message(NodesChanged((edge["from_node_id"], edge["to_node_id"])))
+
+        self.app.push_screen(EdgeEditModal(self.services, edge), edited)
 
     # -- editing -------------------------------------------------------------------------------------
     async def start_edit(self) -> None:
