@@ -27,7 +27,9 @@ then by alias, then by title. Several links between the same two notes make one 
 `VaultSync(store, folder).sync()` can run again and again (the watcher does): unchanged files are
 not written, changed ones are updated, a moved file keeps its node (matched by content hash, or by
 the `cairn_id` that `cairn export` writes), and the edges the importer made are reconciled with the
-links now in the files. Edges made any other way are never touched.
+links now in the files. Edges made any other way are never touched. A VaultSync's first sync checks
+every link and edge; the next ones (the watcher's) look only at the notes that changed and at the
+notes whose links a change can make resolve differently (see `_refresh_links`).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import unquote
 
-from core.errors import CairnError, InvalidInput
+from core.errors import CairnError, InvalidInput, NotFound
 from core.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE, Store
 
 NOTE_SUFFIXES = (".md", ".markdown")
@@ -56,6 +58,7 @@ BATCH_FILES = 500  # files written per transaction
 MAX_EXPLANATION = 300
 MAX_FRONTMATTER_ITEMS = 10_000  # YAML values; more (e.g. an alias bomb) and the frontmatter is refused
 EDGE_SOURCE = "vault"
+RESCAN_MAX_PATHS = 200  # more changed paths than this in one batch: scan the whole folder instead
 # What Obsidian treats as attachments (not notes) when a link names them.
 ATTACHMENT_EXTS = frozenset(
     "png jpg jpeg gif bmp svg webp avif heic heif tif tiff ico mp3 wav m4a ogg oga flac 3gp webm mp4 m4v mov mkv "
@@ -443,55 +446,113 @@ class NoteState:
     links: list[Link] | None = None  # None: not parsed in this session
 
 
+@dataclass
+class _NoteLinks:
+    """A note's links as last resolved (VaultSync keeps one per note, to look again only at what changed)."""
+
+    links: list[Link] | None  # the parsed links they came from (compared by identity)
+    node_id: int
+    title: str
+    aliases: list[str]
+    pairs: dict[tuple[int, int], str] = field(default_factory=dict)  # (from, to) → explanation
+    deps: set[tuple[str, str]] = field(default_factory=set)  # the keys its links were looked up by
+    counts: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)  # same-note, wiki, wiki resolved, md, md resolved
+    unresolved: list[str] = field(default_factory=list)
+    attachments: list[str] = field(default_factory=list)
+
+
 class Resolver:
-    """Obsidian's rules: file name (case-insensitive; a path when one is given), then alias, then title."""
+    """Obsidian's rules: file name (case-insensitive; a path when one is given), then alias, then title.
+
+    It can be kept up to date note by note (`add`, `remove`), and tells which keys a link's
+    resolution looked up (`resolve(..., deps)`) and which keys a note answers to (`provides`): when
+    the notes answering to a key change, only the links that looked it up can resolve differently."""
 
     def __init__(self, notes: dict[str, NoteState], other_files: set[str]):
-        self.by_path: dict[str, str] = {}
+        self.by_path: dict[str, list[str]] = defaultdict(list)
         self.by_stem: dict[str, list[str]] = defaultdict(list)
         self.by_alias: dict[str, list[str]] = defaultdict(list)
         self.by_title: dict[str, list[str]] = defaultdict(list)
         for rel, state in notes.items():
-            key = _strip_suffix(rel).lower()
-            self.by_path[key] = rel
-            self.by_stem[posixpath.basename(key)].append(rel)
-            for alias in state.aliases:
-                self.by_alias[alias.lower()].append(rel)
-            self.by_title[state.title.lower()].append(rel)
+            self.add(rel, state.title, state.aliases)
         self.other_files = other_files
+
+    def add(self, rel: str, title: str, aliases: Iterable[str]) -> None:
+        key = _strip_suffix(rel).lower()
+        self.by_path[key].append(rel)
+        self.by_stem[posixpath.basename(key)].append(rel)
+        for alias in aliases:
+            self.by_alias[alias.lower()].append(rel)
+        self.by_title[title.lower()].append(rel)
+
+    def remove(self, rel: str, title: str, aliases: Iterable[str]) -> None:
+        key = _strip_suffix(rel).lower()
+        entries = [(self.by_path, key), (self.by_stem, posixpath.basename(key)), (self.by_title, title.lower())]
+        entries += [(self.by_alias, alias.lower()) for alias in aliases]
+        for table, k in entries:
+            found = table.get(k)
+            if found and rel in found:
+                found.remove(rel)
+                if not found:
+                    del table[k]  # `key in table` must mean "some note answers to it"
+
+    @staticmethod
+    def provides(rel: str, title: str, aliases: Iterable[str]) -> set[tuple[str, str]]:
+        """The lookup keys a note answers to: its file name (stem) and its title and aliases (names)."""
+        keys = {("stem", posixpath.basename(_strip_suffix(rel).lower())), ("name", title.lower())}
+        keys.update(("name", alias.lower()) for alias in aliases)
+        return keys
+
+    @staticmethod
+    def _parse(target: str) -> tuple[str, str]:
+        t = target.strip().replace("\\", "/")
+        while t.startswith("./"):
+            t = t[2:]
+        t = t.lstrip("/")
+        return t, _strip_suffix(t).lower()
 
     @staticmethod
     def _best(candidates: list[str], source_rel: str) -> str:
         folder = posixpath.dirname(source_rel)
         return min(candidates, key=lambda r: (posixpath.dirname(r) != folder, r.count("/"), r))
 
-    def resolve(self, target: str, source_rel: str) -> tuple[str, str | None]:
-        """('note', rel) | ('attachment', None) | ('unresolved', None)."""
-        t = target.strip().replace("\\", "/")
-        while t.startswith("./"):
-            t = t[2:]
-        t = t.lstrip("/")
+    def resolve(self, target: str, source_rel: str, deps: set | None = None) -> tuple[str, str | None]:
+        """('note', rel) | ('attachment', None) | ('unresolved', None). `deps`, if given, gets every key
+        looked up on the way, as `provides` names them: the answer can change only when the notes
+        answering to one of them change (or, for ("file", name), the folder's other files)."""
+        t, key = self._parse(target)
         if not t:
             return "unresolved", None
-        key = _strip_suffix(t).lower()
         if "/" in key:
             relative = posixpath.normpath(posixpath.join(posixpath.dirname(source_rel.lower()), key))
             for candidate in (posixpath.normpath(key), relative):
+                if deps is not None:
+                    deps.add(("stem", posixpath.basename(candidate)))
                 if candidate in self.by_path:
-                    return "note", self.by_path[candidate]
+                    return "note", min(self.by_path[candidate])
+            if deps is not None:
+                deps.add(("stem", posixpath.basename(key)))
             tail = "/" + key
             suffixed = [r for r in self.by_stem.get(posixpath.basename(key), [])
                         if ("/" + _strip_suffix(r).lower()).endswith(tail)]
             if suffixed:
                 return "note", self._best(suffixed, source_rel)
-        elif key in self.by_stem:
-            return "note", self._best(self.by_stem[key], source_rel)
+        else:
+            if deps is not None:
+                deps.add(("stem", key))
+            if key in self.by_stem:
+                return "note", self._best(self.by_stem[key], source_rel)
         for table in (self.by_alias, self.by_title):
             for k in (t.lower(), key):
+                if deps is not None:
+                    deps.add(("name", k))
                 if k in table:
                     return "note", self._best(table[k], source_rel)
+        name = posixpath.basename(t.lower())
+        if deps is not None:
+            deps.add(("file", name))
         ext = posixpath.splitext(t.lower())[1].lstrip(".")
-        if ext in ATTACHMENT_EXTS or posixpath.basename(t.lower()) in self.other_files:
+        if ext in ATTACHMENT_EXTS or name in self.other_files:
             return "attachment", None
         return "unresolved", None
 
@@ -569,6 +630,24 @@ class VaultSync:
         self.kept: dict[str, int] = {}  # path → node kept while its file was gone (no prune)
         self._trash_cache: dict[str, int] | None = None
         self._loaded = False
+        # The last full scan, kept up to date by `sync(paths=...)`: note files → (size, mtime_ns).
+        self._files: dict[str, tuple[int, int]] | None = None
+        self._dirs: set[str] = set()
+        self._other_count = 0
+        self._folder_skips: list[tuple[str, str]] = []
+        self.last_full_scan = 0.0  # time.monotonic() of it
+        # Links as last resolved (see _refresh_links); None: resolve everything on the next sync.
+        self._links: dict[str, _NoteLinks] | None = None
+        self._resolver: Resolver | None = None
+        self._resolver_files: set[str] = set()
+        self._dependents: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self._link_totals = [0] * 5
+        self._edge_total = 0
+        self._restored: set[int] = set()  # nodes this sync brought back from the trash
+        self._touched: set[str] = set()  # paths whose NoteState was replaced, changed or removed
+        self._reread: set[str] = set()  # paths to read on the next sync although their file looked the same
+        self._complete = False  # the last sync went through
+        self._listed: tuple[list, list] | None = None  # (unresolved, attachments) of every note, in path order
 
     # -- scanning ------------------------------------------------------------------------------
     def _scan(self, report: SyncReport) -> dict[str, tuple[int, int]]:
@@ -579,9 +658,11 @@ class VaultSync:
             rel = os.path.relpath(exc.filename or "?", self.root).replace(os.sep, "/")
             report.skipped.append((rel + "/", f"folder unreadable ({exc.strerror or exc})"))
 
+        dirs: set[str] = set()
         for dirpath, dirnames, filenames in os.walk(self.root, onerror=unreadable):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             base = os.path.relpath(dirpath, self.root)
+            dirs.update(d if base == "." else f"{base}/{d}".replace(os.sep, "/") for d in dirnames)
             for name in filenames:
                 if name.startswith("."):
                     continue
@@ -599,7 +680,49 @@ class VaultSync:
                     continue
                 files[rel] = (st.st_size, st.st_mtime_ns)
         self.other_files = others
+        self._files, self._dirs, self._other_count = files, dirs, report.other_files
+        self._folder_skips = [s for s in report.skipped if s[0].endswith("/")]
+        self.last_full_scan = time.monotonic()
         return files
+
+    def _rescan(self, paths: Iterable[str]) -> set[str] | None:
+        """The last full scan (self._files) brought up to date by looking only at `paths` (the
+        file-system events' paths); returns the note paths looked at, or None when only a full scan
+        will do: no scan yet, too many paths, a folder or a non-note file among them (a folder moves
+        a whole subtree; an attachment's name changes how links resolve), a path that is gone, a
+        path outside the folder or under a symlinked folder (the full scan does not follow those).
+        So an edit or an editor's save (write in place, or write a temp file and rename it over the
+        note) is a stat or two; a new note as well; a delete or a move scans the whole folder."""
+        paths = list(paths)
+        if self._files is None or len(paths) > RESCAN_MAX_PATHS:
+            return None
+        found: dict[str, tuple[int, int]] = {}
+        for path in paths:
+            rel = os.path.relpath(path, self.root_key)
+            parts = rel.split(os.sep)
+            if rel == "." or parts[0] == ".." or os.path.isabs(rel):
+                return None
+            if any(p.startswith(".") for p in parts):
+                continue  # hidden: never a note
+            rel = "/".join(parts)
+            if rel in self._dirs or not parts[-1].lower().endswith(NOTE_SUFFIXES):
+                return None
+            full = os.path.join(self.root_key, *parts)
+            parent = os.path.dirname(full)
+            if len(parts) > 1 and os.path.realpath(parent) != parent:
+                return None
+            try:
+                st = os.stat(full)
+            except OSError:
+                # Gone (or unreadable): maybe deleted, maybe moved to a path whose event is late or
+                # lost (a file moved into a folder just made, before the watch on it was set up).
+                # Only the whole folder tells a move (node and edges kept) from a delete.
+                return None
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            found[rel] = (st.st_size, st.st_mtime_ns)
+        self._files.update(found)
+        return set(found)
 
     def _load(self) -> None:
         for row in vault_nodes(self.store, self.root_key):
@@ -639,13 +762,19 @@ class VaultSync:
 
     # -- the sync ------------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, *, prune: bool = False, pair_renames: bool = False,
-             prune_grace: float = 0.0) -> SyncReport:
+             prune_grace: float = 0.0, paths: Iterable[str] | None = None) -> SyncReport:
         """Bring the database in step with the folder.
 
         prune: move nodes whose file is gone to the trash (else they are kept and listed as missing).
         pair_renames: one file gone and one new file in the same run count as a rename even when the
         content changed too (the watcher sets it: that is what a rename-and-edit looks like).
-        prune_grace: seconds to wait before trashing, so an editor's delete-then-write save is no delete."""
+        prune_grace: seconds to wait before trashing, so an editor's delete-then-write save is no delete.
+        paths: the only paths that may have changed since the last sync (the watcher's events): only
+        they are looked at, not the whole folder, when that is safe (see _rescan).
+
+        Only the edges that can have changed are reconciled after the first sync: those of the notes
+        that changed, and of the notes whose links are looked up by a name that now leads elsewhere
+        (see _refresh_links). The first sync of a VaultSync (so every `cairn import`) checks them all."""
         started = time.monotonic()
         report = SyncReport(folder=self.root_key)
         if not self.root.is_dir():
@@ -653,19 +782,37 @@ class VaultSync:
         first = not self._loaded
         if first:
             self._load()
-        files = self._scan(report)
+        # Only the paths given are looked at when the last sync went through (then every note is in
+        # self._files and parsed, and only those paths can differ from it); else the whole folder.
+        looked = self._rescan(paths) if paths is not None and not first and self._complete else None
+        self._complete = False
+        if looked is None:
+            files = self._scan(report)
+        else:
+            files = self._files
+            report.other_files = self._other_count
+            report.skipped.extend(self._folder_skips)
         report.files = len(files)
         total = len(files)
         done = 0
         if progress:
             progress(0, total)
 
-        missing = {rel: s for rel, s in self.notes.items() if rel not in files}
+        if looked is None:
+            missing = {rel: s for rel, s in self.notes.items() if rel not in files}
+            consider = sorted(files)
+        else:
+            missing = {rel: self.notes[rel] for rel in looked if rel in self.notes and rel not in files}
+            consider = sorted((looked | self._reread | self.skipped.keys()) & files.keys())
+            report.unchanged += len(files) - len(consider)  # not named by an event: as they were
+            done += len(files) - len(consider)
+        self._reread = set()
         missing_by_sha: dict[str, list[str]] = defaultdict(list)
         for rel, s in missing.items():
             missing_by_sha[s.sha].append(rel)
         to_read = []
-        for rel, st in sorted(files.items()):
+        for rel in consider:
+            st = files[rel]
             state = self.notes.get(rel)
             if state is not None and state.links is not None and (state.size, state.mtime_ns) == st:
                 report.unchanged += 1
@@ -683,7 +830,6 @@ class VaultSync:
         self._trash_cache = None
         db_id = self.store.meta("db_id")
         self.skipped = {rel: v for rel, v in self.skipped.items() if rel in files}
-        dirty = first
 
         for start in range(0, len(to_read), BATCH_FILES):
             batch = to_read[start:start + BATCH_FILES]
@@ -706,15 +852,13 @@ class VaultSync:
                 for note in parsed:
                     conn.execute("SAVEPOINT vault_file")
                     try:
-                        changed = self._apply(note, current, files, missing, missing_by_sha, db_id, report,
-                                              pair_renames and len(new_paths) == 1)
+                        self._apply(note, current, files, missing, missing_by_sha, db_id, report,
+                                    pair_renames and len(new_paths) == 1)
                         conn.execute("RELEASE vault_file")
                     except CairnError as exc:
                         conn.execute("ROLLBACK TO vault_file")
                         conn.execute("RELEASE vault_file")
                         report.skipped.append((note.rel, str(exc)))
-                        changed = False
-                    dirty = dirty or changed
                     for warning in note.warnings:
                         report.warnings.append((note.rel, warning))
                     done += 1
@@ -728,15 +872,21 @@ class VaultSync:
             back = [rel for rel in gone if (self.root / rel).is_file()]
             for rel in back:  # an editor's save in progress: read it on the next run
                 self.notes[rel].size = None
+                self._reread.add(rel)
+                try:
+                    st = os.stat(self.root / rel)
+                    files[rel] = (st.st_size, st.st_mtime_ns)  # (files is the scan the next sync starts from)
+                except OSError:
+                    pass
             gone = [rel for rel in gone if rel not in back]
         if gone:
-            dirty = True
             if prune and not files:
                 report.warnings.append(("", f"the folder has no notes now; {len(gone)} nodes were not moved to the trash"))
                 prune = False
             with self.store.db.transaction():
                 for rel in gone:
                     state = self.notes.pop(rel)
+                    self._touched.add(rel)
                     self.by_node.pop(state.node_id, None)
                     if prune:
                         try:
@@ -749,10 +899,22 @@ class VaultSync:
                         self.kept[rel] = state.node_id
                         report.missing.append(rel)
 
-        if dirty:
-            self._reconcile_edges(report)
-        else:
-            self._link_stats(report)
+        sources = self._refresh_links(full=first)
+        if sources is not None and self._restored:
+            # A node back from the trash brought its old edges, some from notes that did not change:
+            # look at those notes' links again too.
+            sources.update(self.by_node[r[0]] for r in self.store.db.execute(
+                "SELECT from_node_id FROM edges WHERE to_node_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(self._restored)),)) if r[0] in self.by_node)
+        self._restored.clear()
+        if sources is None or sources:
+            try:
+                self._reconcile_edges(report, sources)
+            except BaseException:
+                self._links = None  # the database may be behind: check every edge next time
+                raise
+        self._link_stats(report)
+        self._complete = True
         report.seconds = round(time.monotonic() - started, 3)
         return report
 
@@ -804,12 +966,15 @@ class VaultSync:
         how = ""
         if state is not None and node is None:  # deleted in Cairn meanwhile
             self.notes.pop(note.rel)
+            self._touched.add(note.rel)
             self.by_node.pop(state.node_id, None)
             state = None
         if state is not None and state.sha == note.sha:
             state.size, state.mtime_ns = note.size, note.mtime_ns
             fresh = state.links is None
-            state.links, state.title, state.aliases = note.links, note.title, note.aliases
+            if fresh:  # (else the same bytes parse the same: nothing to look at again)
+                state.links, state.title, state.aliases = note.links, note.title, note.aliases
+                self._touched.add(note.rel)
             report.unchanged += 1
             return fresh
         if state is None:
@@ -820,6 +985,7 @@ class VaultSync:
                 if old_rel is not None and old_rel != note.rel:
                     missing.pop(old_rel, None)
                     self.notes.pop(old_rel, None)
+                    self._touched.add(old_rel)
                     report.renamed.append((old_rel, note.rel))
         if node is None:
             meta = {"vault": self._vault_meta(note)}
@@ -840,6 +1006,7 @@ class VaultSync:
             node = self.store.update_node(node["id"], **self._changes(node, note))
             if how == "restored":
                 report.restored += 1
+                self._restored.add(node["id"])
             elif how == "moved":
                 pass  # counted in renamed
             elif node["updated_at"] != before:
@@ -850,6 +1017,7 @@ class VaultSync:
                 report.changed.append(note.rel)
         self.notes[note.rel] = NoteState(node["id"], note.rel, note.sha, note.title, note.aliases, note.size,
                                          note.mtime_ns, note.links)
+        self._touched.add(note.rel)
         self.by_node[node["id"]] = note.rel
         return True
 
@@ -891,58 +1059,166 @@ class VaultSync:
             text = f'Links to {link.shown()} in "{short}"'
         return _cap(text, MAX_EXPLANATION)
 
-    def _desired(self, report: SyncReport) -> dict[tuple[int, int], str]:
-        resolver = Resolver(self.notes, self.other_files)
+    def _resolve_note(self, rel: str, state: NoteState) -> _NoteLinks:
+        """One note's links resolved against the current notes: the edges they ask for, their counts."""
+        entry = _NoteLinks(state.links, state.node_id, state.title, list(state.aliases))
+        if state.links is None:
+            return entry
+        resolve = self._resolver.resolve
+        same = wikilinks = wikilinks_resolved = md_links = md_links_resolved = 0
         desired: dict[tuple[int, int], str] = {}
         explicit: dict[tuple[int, int], str] = {}
-        for rel, state in sorted(self.notes.items()):
-            if state.links is None:
+        deps: set[tuple[str, str]] = set()
+        for link in state.links:
+            if not link.target:
+                same += 1
                 continue
-            for link in state.links:
-                if not link.target:
-                    report.same_note_links += 1
-                    continue
-                counts_wiki = link.kind in ("wiki", "embed", "property")
-                if counts_wiki:
-                    report.wikilinks += 1
-                elif link.kind == "md":
-                    report.md_links += 1
-                kind, target = resolver.resolve(link.target, rel)
-                if kind == "attachment":
-                    report.attachments.append((rel, link.shown()))
-                    continue
-                if kind == "unresolved":
-                    report.unresolved.append((rel, link.shown()))
-                    continue
-                if counts_wiki:
-                    report.wikilinks_resolved += 1
-                elif link.kind == "md":
-                    report.md_links_resolved += 1
-                target_state = self.notes[target]
-                pair = (state.node_id, target_state.node_id)
-                if pair[0] == pair[1]:
-                    continue
-                if link.kind == "edge":
-                    explicit.setdefault(pair, self._explain(link, state.title))
-                else:
-                    desired.setdefault(pair, self._explain(link, state.title))
+            counts_wiki = link.kind in ("wiki", "embed", "property")
+            if counts_wiki:
+                wikilinks += 1
+            elif link.kind == "md":
+                md_links += 1
+            kind, target = resolve(link.target, rel, deps)
+            if kind == "attachment":
+                entry.attachments.append(link.shown())
+                continue
+            if kind == "unresolved":
+                entry.unresolved.append(link.shown())
+                continue
+            if counts_wiki:
+                wikilinks_resolved += 1
+            elif link.kind == "md":
+                md_links_resolved += 1
+            pair = (state.node_id, self.notes[target].node_id)
+            if pair[0] == pair[1]:
+                continue
+            if link.kind == "edge":
+                explicit.setdefault(pair, self._explain(link, state.title))
+            else:
+                desired.setdefault(pair, self._explain(link, state.title))
         desired.update(explicit)
-        return desired
+        entry.pairs, entry.deps = desired, deps
+        entry.counts = (same, wikilinks, wikilinks_resolved, md_links, md_links_resolved)
+        return entry
+
+    def _keep_links(self, rel: str, entry: _NoteLinks) -> None:
+        self._links[rel] = entry
+        for key in entry.deps:
+            self._dependents[key].add(rel)
+        self._link_totals = [a + b for a, b in zip(self._link_totals, entry.counts)]
+        self._edge_total += len(entry.pairs)
+
+    def _forget_links(self, rel: str) -> _NoteLinks | None:
+        entry = self._links.pop(rel, None)
+        if entry is not None:
+            for key in entry.deps:
+                waiting = self._dependents.get(key)
+                if waiting is not None:
+                    waiting.discard(rel)
+                    if not waiting:
+                        del self._dependents[key]
+            self._link_totals = [a - b for a, b in zip(self._link_totals, entry.counts)]
+            self._edge_total -= len(entry.pairs)
+        return entry
+
+    def _refresh_links(self, full: bool) -> set[str] | None:
+        """Bring the resolved links in step with `self.notes`. Returns the notes whose outgoing edges
+        may have changed, or None after resolving everything again (first sync, or after a failure).
+
+        A note is looked at again when it changed itself (new links, title, aliases, node or path:
+        `_touched`), or when one of the keys its links are looked up by (a file name, a title or
+        alias, an attachment's name) now belongs to a different set of notes: a new note, a renamed
+        one, a changed title or alias, a deleted one. Every other note's links resolve as before."""
+        touched, self._touched = self._touched, set()
+        if not (full or self._links is None):
+            affected = self._refresh_some(touched)
+            if len(self._links) == len(self.notes):
+                return affected
+        # Everything again (a count that does not add up would be a change this class did not see).
+        self._resolver = Resolver(self.notes, self.other_files)
+        self._resolver_files = set(self.other_files)
+        self._links, self._dependents = {}, defaultdict(set)
+        self._link_totals, self._edge_total, self._listed = [0] * 5, 0, None
+        for rel, state in self.notes.items():
+            self._keep_links(rel, self._resolve_note(rel, state))
+        return None
+
+    def _refresh_some(self, touched: set[str]) -> set[str]:
+        links, resolver = self._links, self._resolver
+        changed: set[tuple[str, str]] = set()
+        present = []
+        for rel in touched:
+            state, old = self.notes.get(rel), links.get(rel)
+            if old is not None:
+                if state is not None and old.links is state.links and old.node_id == state.node_id \
+                        and old.title == state.title and old.aliases == state.aliases:
+                    continue
+                resolver.remove(rel, old.title, old.aliases)
+                before = {(k, old.node_id) for k in Resolver.provides(rel, old.title, old.aliases)}
+            else:
+                before = set()
+            if state is None:
+                gone = self._forget_links(rel)
+                if gone is not None and (gone.unresolved or gone.attachments):
+                    self._listed = None
+                now: set = set()
+            else:
+                resolver.add(rel, state.title, state.aliases)
+                now = {(k, state.node_id) for k in Resolver.provides(rel, state.title, state.aliases)}
+                present.append(rel)
+            changed.update(k for k, _ in before ^ now)
+        if self.other_files != self._resolver_files:
+            changed.update(("file", name) for name in self.other_files ^ self._resolver_files)
+            self._resolver_files = set(self.other_files)
+        resolver.other_files = self.other_files
+        affected = set(present)
+        for key in changed:
+            affected.update(self._dependents.get(key, ()))
+        for rel in affected:
+            old = self._forget_links(rel)
+            new = self._resolve_note(rel, self.notes[rel])
+            self._keep_links(rel, new)
+            if (new.unresolved, new.attachments) != ((old.unresolved, old.attachments) if old else ([], [])):
+                self._listed = None  # the report's folder-wide lists are made again
+        return affected
 
     def _link_stats(self, report: SyncReport) -> None:
-        report.edges = len(self._desired(report))
+        """The folder-wide link counts of the report, from the resolved links."""
+        (report.same_note_links, report.wikilinks, report.wikilinks_resolved, report.md_links,
+         report.md_links_resolved) = self._link_totals
+        report.edges = self._edge_total
+        if self._listed is None:
+            unresolved: list[tuple[str, str]] = []
+            attachments: list[tuple[str, str]] = []
+            for rel in sorted(rel for rel, e in self._links.items() if e.unresolved or e.attachments):
+                entry = self._links[rel]
+                unresolved.extend((rel, shown) for shown in entry.unresolved)
+                attachments.extend((rel, shown) for shown in entry.attachments)
+            self._listed = (unresolved, attachments)
+        report.unresolved = list(self._listed[0])
+        report.attachments = list(self._listed[1])
 
-    def _reconcile_edges(self, report: SyncReport) -> None:
-        desired = self._desired(report)
-        report.edges = len(desired)
-        parsed_ids = [s.node_id for s in self.notes.values() if s.links is not None]
+    def _reconcile_edges(self, report: SyncReport, sources: set[str] | None) -> None:
+        """Make the importer's edges from `sources` (None: every note) what their links ask for."""
+        rels = sorted(rel for rel in (self.notes if sources is None else sources)
+                      if rel in self.notes and self.notes[rel].links is not None)
+        if not rels:
+            return
+        desired: dict[tuple[int, int], str] = {}
+        for rel in rels:
+            for pair, explanation in self._links[rel].pairs.items():
+                desired.setdefault(pair, explanation)
+        parsed_ids = [self.notes[rel].node_id for rel in rels]
         db = self.store.db
         # The importer's edges: of this folder, or of a vault folder that is gone when this one took
         # over its notes (a moved vault); those are handed over to this folder.
-        mine = {(r["from_node_id"], r["to_node_id"]): r for r in db.execute(
-            "SELECT id, from_node_id, to_node_id, explanation, context, json_extract(context, '$.vault_root') AS root"
-            " FROM edges WHERE source = ? AND json_extract(context, '$.vault_root') IN (SELECT value FROM json_each(?))",
-            (EDGE_SOURCE, json.dumps([self.root_key, *self.gone_roots])))}
+        query = ("SELECT id, from_node_id, to_node_id, explanation, context, json_extract(context, '$.vault_root') AS root"
+                 " FROM edges WHERE source = ? AND json_extract(context, '$.vault_root') IN (SELECT value FROM json_each(?))")
+        params: tuple = (EDGE_SOURCE, json.dumps([self.root_key, *self.gone_roots]))
+        if sources is not None:
+            query += " AND from_node_id IN (SELECT value FROM json_each(?))"
+            params += (json.dumps(parsed_ids),)
+        mine = {(r["from_node_id"], r["to_node_id"]): r for r in db.execute(query, params)}
         taken = {(r[0], r[1]) for r in db.execute(
             "SELECT from_node_id, to_node_id FROM edges WHERE from_node_id IN (SELECT value FROM json_each(?))",
             (json.dumps(parsed_ids),))}
@@ -957,16 +1233,20 @@ class VaultSync:
             for pair, explanation in desired.items():
                 row = mine.get(pair)
                 if row is not None:
-                    context = json.loads(row["context"] or "{}")
-                    if row["explanation"] != explanation and row["explanation"] == context.get("vault_explanation"):
-                        self.store.update_edge(row["id"], explanation=explanation,
-                                               context={"vault_explanation": explanation})
-                        report.edges_updated += 1
+                    if row["explanation"] != explanation:
+                        context = json.loads(row["context"] or "{}")
+                        if row["explanation"] == context.get("vault_explanation"):  # not edited in Cairn
+                            self.store.update_edge(row["id"], explanation=explanation,
+                                                   context={"vault_explanation": explanation})
+                            report.edges_updated += 1
                     continue
                 if pair in taken:
                     continue  # an edge made another way already joins them: keep it as it is
-                self.store.add_edge(pair[0], pair[1], explanation, source=EDGE_SOURCE, context={
-                    "type": "link", "vault_root": self.root_key, "vault_explanation": explanation})
+                try:
+                    self.store.add_edge(pair[0], pair[1], explanation, source=EDGE_SOURCE, context={
+                        "type": "link", "vault_root": self.root_key, "vault_explanation": explanation})
+                except NotFound:
+                    continue  # a node deleted in Cairn while its file stays: its file's next change re-creates it
                 report.edges_created += 1
 
 
