@@ -692,3 +692,17 @@ async def test_E_says_so_when_the_terminal_cannot_suspend(db_path, store, nodes,
         await pilot.press("E")  # and the key works again afterwards
         await settle(app, pilot)
         assert sum("cannot hand the screen" in n for n in notices(app)) == 2
+
+
+async def test_two_nodes_opened_at_once_end_on_the_second_and_a_click_picks_a_tab(db_path, nodes, focuses):
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = app.query_one(FocusPanel)
+        panel.open_node(alpha)
+        panel.open_node(beta)  # before the first tab has even mounted
+        await settle(app, pilot)
+        assert panel.primary == beta and focuses[-1].primary == beta
+        await pilot.click(f"#--content-tab-{panel._panes[alpha]}")  # the mouse still works
+        await settle(app, pilot)
+        assert panel.primary == alpha and focuses[-1].primary == alpha

@@ -21,7 +21,7 @@ from tui.widgets.node_browser import NodeBrowser, NodeList, SearchBox
 def opened(monkeypatch) -> list[int]:
     """Node ids the app asked the Focus panel to open (OpenNode reached the app)."""
     calls: list[int] = []
-    monkeypatch.setattr(FocusPanel, "open_node", lambda self, node_id: calls.append(node_id))
+    monkeypatch.setattr(FocusPanel, "open_node", lambda self, node_id, title="": calls.append(node_id))
     return calls
 
 

@@ -56,12 +56,21 @@ class CairnApp(App):
         self._focus = Focus()
         self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
         self._marked = None  # the pane shown as holding the keyboard
+        self._vault_watcher = None  # core.watch.Watcher when the config names a folder (vault.watch)
 
     @property
     def available_themes(self):
         """A read-only view of the themes. Textual's copies the dict on every call, and it is called
         for each line it renders (~15 ms of a Focus tab switch, bench/tui.py)."""
         return MappingProxyType(self._registered_themes)
+
+    def get_system_commands(self, screen):
+        """Textual's own commands (theme, keys, quit…), then the panes' actions on the main screen."""
+        yield from super().get_system_commands(screen)
+        if screen is self.screen_stack[0]:
+            from tui.commands import pane_commands
+
+            yield from pane_commands(self)
 
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -100,6 +109,7 @@ class CairnApp(App):
         self.call_later(self._mount_right)
         self.index_pending()
         self.watch_database()
+        self._start_vault_watch()
         if self.first_run_prompt:
             self.check_first_run()
 
@@ -309,7 +319,37 @@ class CairnApp(App):
             self.notify(f"{event.worker.name or 'background task'} failed: {event.worker.error}", severity="error",
                         timeout=8)
 
+    def _start_vault_watch(self) -> None:
+        """Keep the folder named by `vault.watch` in step with the database (as `cairn watch` does),
+        in a thread with its own connection; the database watcher then shows what it writes."""
+        folder = self.services.config.vault_watch
+        if not folder:
+            return
+        from core.errors import CairnError
+        from core.watch import start_from_config
+
+        def from_thread(callback, *args, **kwargs) -> None:
+            if self.is_running:
+                try:
+                    self.call_from_thread(callback, *args, **kwargs)
+                except RuntimeError:  # the app closed meanwhile
+                    pass
+
+        try:
+            self._vault_watcher = start_from_config(
+                self.services.config, self.db,
+                on_ready=lambda _report: from_thread(self.notify, f"Keeping {folder} in sync.", timeout=3,
+                                                     markup=False),
+                on_change=lambda _report: from_thread(self.post_message, NodesChanged()),
+                on_error=lambda exc: from_thread(self.notify, f"Folder sync ({folder}): {exc}", severity="error",
+                                                 timeout=8, markup=False),
+            )
+        except CairnError as exc:
+            self.notify(f"Folder sync is off: {exc}", severity="error", timeout=8, markup=False)
+
     def on_unmount(self) -> None:
+        if self._vault_watcher is not None:
+            self._vault_watcher.stop()
         self.services.close()
 
 

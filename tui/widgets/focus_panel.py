@@ -98,6 +98,10 @@ class FocusPanel(Vertical):
         super().__init__(**kwargs)
         self.services = services
         self._order: list[int] = []  # node ids in tab order
+        # The node the panel means to show (set by every open, tab key and click). Textual activates
+        # the first tab of an empty TabbedContent a moment after adding it, which would otherwise
+        # win over a second node opened in the same moment; _tab_changed puts the wanted one back.
+        self._wanted: int | None = None
         self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
@@ -170,6 +174,7 @@ class FocusPanel(Vertical):
     def open_node(self, node_id: int, title: str = "") -> None:
         """Open a node in a new tab, or switch to its tab; the keyboard follows."""
         node_id = int(node_id)
+        self._wanted = node_id
         if node_id in self._order:
             self._activate(node_id)
             return
@@ -185,7 +190,7 @@ class FocusPanel(Vertical):
 
         async def activate() -> None:
             await added
-            if self._panes.get(node_id) == pane:
+            if self._panes.get(node_id) == pane and self._wanted == node_id:  # not overtaken by a later open
                 self._activate(node_id)
 
         self.call_next(activate)
@@ -193,6 +198,7 @@ class FocusPanel(Vertical):
     def _activate(self, node_id: int, *, take_keyboard: bool = True) -> None:
         # Announce the new primary before switching panes: the switch makes the screen lay out the
         # newly shown tab, and the Context viewer should not wait behind that.
+        self._wanted = node_id
         focus = Focus(open=tuple(self._order), primary=node_id)
         if focus != self._posted:
             self._posted = focus
@@ -228,7 +234,20 @@ class FocusPanel(Vertical):
     @on(TabbedContent.TabActivated)
     @on(TabbedContent.Cleared)
     def _tab_changed(self, event) -> None:
+        wanted = self._wanted
+        pane = self._panes.get(wanted) if wanted is not None else None
+        if pane is not None and self.tabs.active != pane and self.view(wanted) is not None:
+            self._activate(wanted)  # Textual activated another tab on its own
+            return
         self._sync()
+
+    def on_click(self, event) -> None:
+        """A tab clicked with the mouse becomes the wanted one (the keys go through _activate)."""
+        from textual.widgets._tabbed_content import ContentTab
+
+        if isinstance(event.widget, ContentTab) and event.widget.id:
+            pane = ContentTab.sans_prefix(event.widget.id)
+            self._wanted = next((n for n, p in self._panes.items() if p == pane), self._wanted)
 
     # -- reloading -----------------------------------------------------------------------------------
     def reload(self, node_ids=()) -> None:

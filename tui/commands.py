@@ -1,0 +1,54 @@
+"""The command palette's pane actions (ctrl+p), named "area: action" so typing the area lists them.
+
+Each command runs the same action as its key; commands that cannot apply right now (no tab open, a
+reply streaming) are left out rather than shown and refused.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from textual.app import SystemCommand
+
+if TYPE_CHECKING:
+    from tui.app import CairnApp
+
+
+def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
+    from tui.widgets.focus_panel import FocusPanel
+    from tui.widgets.node_browser import NodeBrowser
+
+    browser = app.query_one(NodeBrowser)
+    yield SystemCommand("Nodes: search", "Put the keyboard in the search box (/)", app.action_search)
+    yield SystemCommand("Nodes: quick capture", "Write a new note (ctrl+n)", app.action_quick_capture)
+    yield SystemCommand("Nodes: cycle sort", "Best match, recently updated, most connected (s)", browser.cycle_sort)
+    yield SystemCommand("Nodes: cycle dimension filter", "The next #dimension (d)", browser.cycle_dimension)
+
+    panel = app.query_one(FocusPanel)
+    view = panel.active_view
+    if view is not None:
+        yield SystemCommand("Focus: close tab", "Close the active tab (ctrl+w)", panel.action_close_tab)
+        if len(panel.open_ids) > 1:
+            yield SystemCommand("Focus: next tab", "The tab to the right (])", panel.action_next_tab)
+            yield SystemCommand("Focus: previous tab", "The tab to the left ([)", panel.action_prev_tab)
+        if view.node is not None and not view.editing:
+            yield SystemCommand("Focus: edit node", "Edit every field of the active node (e)", panel.action_edit_node)
+            yield SystemCommand("Focus: link to another node", "A new explained edge (ctrl+e)", panel.action_new_edge)
+            yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
+
+    yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
+    yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
+    yield SystemCommand("Chat: earlier chats", "Resume a conversation (ctrl+o)", _chat_action(app, "action_chat_list"))
+    yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
+                        app.action_toggle_viewer)
+    yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)
+    yield SystemCommand("Help: keys for the focused pane", "Every binding with its id (f1)", app.action_help)
+
+
+def _chat_action(app: "CairnApp", name: str):
+    async def run() -> None:
+        chat, _viewer = await app.right_panes()
+        app._show_pane("right")
+        getattr(chat, name)()
+
+    return run
