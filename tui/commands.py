@@ -33,12 +33,16 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
             yield SystemCommand("Focus: previous tab", "The tab to the left ([)", panel.action_prev_tab)
         if view.node is not None and not view.editing:
             yield SystemCommand("Focus: edit node", "Edit every field of the active node (e)", panel.action_edit_node)
+            yield SystemCommand("Focus: edit in $EDITOR", "The node's text in your editor (E)",
+                                panel.action_edit_in_editor)
             yield SystemCommand("Focus: link to another node", "A new explained edge (ctrl+e)", panel.action_new_edge)
             yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
 
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
     yield SystemCommand("Chat: earlier chats", "Resume a conversation (ctrl+o)", _chat_action(app, "action_chat_list"))
+    yield SystemCommand("Chat: undo created notes", "Trash the notes the model's latest reply created (ctrl+z)",
+                        _chat_action(app, "action_undo_created"))
     yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
                         app.action_toggle_viewer)
     yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)
