@@ -24,19 +24,22 @@ MODES = ("hybrid", "fts", "vector")
 # Dividing by the query's best score (not min-max) keeps each side's absolute spread: a query whose
 # keywords barely match gives BM25 a flat, low contribution. The cosine is computed exactly for
 # every candidate (a keyword-only candidate gets its best chunk's cosine, not a missing value:
-# that alone was worth +0.013). FTS_WEIGHT 0.35-0.40 is a plateau; 0.5 loses 0.004, 0.3 0.003.
+# recall@100 0.939 -> 0.964). Min-max or z-score normalisation reached 0.744 / 0.746 at best.
+# FTS_WEIGHT 0.35-0.40 is a plateau; 0.5 loses 0.004, 0.3 0.003, 0.6 0.010.
 # A candidate with no vector at all (its note is not indexed yet) is scored on BM25 alone, so an
 # exact keyword match ranks first rather than tying with the best vector-only hit.
 FUSION = "blend"  # or "rrf"
 FTS_WEIGHT = 0.4
-# Candidate depths: 100 from each side; 200 changed nDCG@10 by +0.0005, 50 by -0.0014.
+# Candidate depths: 100 from each side; 200 changed nDCG@10 by +0.0005 (recall@100 -0.006), 50
+# by -0.0014 (analysis pass; a search never fuses fewer candidates than it returns).
 FTS_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
 # Reciprocal rank fusion: score = sum over rankings of 1 / (RRF_K + rank). Used by node-scoped search,
 # the Nodes pane and FUSION = "rrf". 60 is the RRF paper's value (k=10 measured +0.005 on SciFact).
 RRF_K = 60
 # BM25 column weights for nodes_fts(title, description, source). Title weight 3 against 1, 2, 5:
-# 0.700 against 0.691, 0.696, 0.697 (BM25 alone); the porter tokenizer beat plain unicode61 by 0.03.
+# 0.700 against 0.691, 0.696, 0.697 (BM25 alone); in the blend 5 gave 0.749 against 0.747, within
+# noise, so 3 stays. The porter tokenizer beat plain unicode61 by 0.032 (BM25) and 0.015 (hybrid).
 BM25_WEIGHTS = (3.0, 2.0, 1.0)
 # "or": terms OR-ed, BM25 ranks (default). "and": documents with every term first, then the OR
 # matches (AND with fallback): 0.700 either way on SciFact, whose long claims rarely match in full.
