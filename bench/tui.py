@@ -70,7 +70,7 @@ class Timed(CairnApp):
     def check_list(self):
         if self.query_one(NodeBrowser)._shown is not None:
             print("LIST", flush=True); self.exit()
-Timed(sys.argv[1], first_run_prompt=False).run(headless=True, size=(120, 40))
+Timed(sys.argv[1], first_run_prompt=False, manage_gc=True).run(headless=True, size=(120, 40))
 """
 
 
@@ -110,7 +110,7 @@ async def bench_interactive(db: Path, words: list[str]) -> dict:
 
     import asyncio
 
-    app = CairnApp(db, first_run_prompt=False)
+    app = CairnApp(db, first_run_prompt=False, manage_gc=True)  # as `cairn` runs it (tui/app.py run_app)
     out: dict = {}
     async with app.run_test(size=(160, 48)) as pilot:
         browser = app.query_one(NodeBrowser)

@@ -345,3 +345,17 @@ def test_a_short_unfinished_word_completes_titles_and_a_longer_one_also_bodies(s
     assert browse._fts_expression("leaves -ph").startswith('("leaves" NOT "ph")')  # negation keeps its meaning
     ids, note = browse.search(searcher, "pho")
     assert titled in ids and note is None
+
+
+def test_semantic_results_join_from_the_third_typed_character(store, embedder):
+    from core.search import Searcher
+
+    store.add_node("Abacus", "Counting frames.")
+    searcher = Searcher(store, embedder)
+    asked: list[str] = []
+    original = searcher.vector_candidates
+    searcher.vector_candidates = lambda text, *a, **k: asked.append(text) or original(text, *a, **k)
+    ids, _ = browse.search(searcher, "ab")
+    assert asked == [] and ids  # the title prefix still finds it
+    browse.search(searcher, "aba")
+    assert asked == ["aba"]

@@ -26,6 +26,7 @@ from tui.widgets.footer import Footer
 from tui.widgets.node_browser import NodeBrowser
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
+GC_THRESHOLDS = (5_000, 20, 100)  # Python's defaults: (700, 10, 10)
 NARROW_WIDTH = 120  # below this, one pane at a time (f3 cycles)
 PANES = ("nodes", "focus", "right")
 
@@ -43,8 +44,14 @@ class CairnApp(App):
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
-    def __init__(self, db: Path, *, services: Services | None = None, first_run_prompt: bool = True):
+    def __init__(self, db: Path, *, services: Services | None = None, first_run_prompt: bool = True,
+                 manage_gc: bool = False):
         super().__init__()
+        # `cairn` (run_app) lets the app own the garbage collector: paused for startup (tui/cli.py),
+        # then everything alive after the first frame and after the embedder loads is frozen, so
+        # full collections stop rescanning ~250k long-lived objects (~120 ms pauses on a 100k-node
+        # graph, bench/tui.py). Off in tests, where many apps come and go in one process.
+        self.manage_gc = manage_gc
         self.started = time.perf_counter()
         self.db = Path(db)
         self.services = services or Services(self.db)
@@ -103,8 +110,12 @@ class CairnApp(App):
     def _first_frame(self) -> None:
         self.startup_ms = (time.perf_counter() - self.started) * 1000
         self.log(f"startup {self.startup_ms:.0f} ms")
-        if not gc.isenabled():  # `cairn` paused the collector for startup (tui/cli.py cmd_app)
+        if self.manage_gc:
             gc.freeze()  # startup's objects live as long as the app: never scan them again
+            # Rendering allocates tens of thousands of short-lived tuples per frame; with the default
+            # thresholds a full collection (~80 ms over the open tabs' widgets) came every second tab
+            # switch. Collect the young generations less often and the old one rarely.
+            gc.set_threshold(*GC_THRESHOLDS)
             gc.enable()
         self.call_later(self._mount_right)
         self.index_pending()
@@ -347,6 +358,11 @@ class CairnApp(App):
         except CairnError as exc:
             self.notify(f"Folder sync is off: {exc}", severity="error", timeout=8, markup=False)
 
+    def freeze_long_lived(self) -> None:
+        """After a large one-time load (the embedder): keep full collections from rescanning it."""
+        if self.manage_gc:
+            gc.freeze()
+
     def on_unmount(self) -> None:
         if self._vault_watcher is not None:
             self._vault_watcher.stop()
@@ -354,5 +370,5 @@ class CairnApp(App):
 
 
 def run_app(db: Path) -> int:
-    CairnApp(db).run()
+    CairnApp(db, manage_gc=True).run()
     return 0

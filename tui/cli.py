@@ -905,8 +905,8 @@ def cmd_app(args, out: Out) -> int:
     import gc
 
     # Startup allocates long-lived objects only (modules, classes, widgets): collecting them is wasted
-    # work (~25 ms of the first frame, bench/tui.py). The app freezes them and turns the collector
-    # back on after its first frame (CairnApp._first_frame).
+    # work (~25 ms of the first frame, bench/tui.py). The app (manage_gc) freezes them and turns the
+    # collector back on after its first frame (CairnApp._first_frame).
     gc.disable()
     from tui.app import run_app
 

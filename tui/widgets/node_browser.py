@@ -261,8 +261,10 @@ class NodeBrowser(Vertical):
 
         try:
             shared_embedder()
-        except Exception:  # search says so itself, and falls back to full text
-            pass
+        except Exception as exc:  # search says so itself (a note in the status line) and uses full text
+            self.log.warning(f"query embedder not loaded: {exc}")
+            return
+        self.app.freeze_long_lived()  # gc.freeze: safe from this thread
 
     @on(Input.Changed, "#node-search")
     def _query_changed(self, event: Input.Changed) -> None:
