@@ -44,6 +44,22 @@ BM25_WEIGHTS = (3.0, 2.0, 1.0)
 # "or": terms OR-ed, BM25 ranks (default). "and": documents with every term first, then the OR
 # matches (AND with fallback): 0.700 either way on SciFact, whose long claims rarely match in full.
 FTS_MODE = "or"
+# Graph expansion (DESIGN.md: "optionally expand by graph neighbours of the top hits"): after fusion,
+# every neighbour (an edge in either direction) of the GRAPH_SEEDS best hits gets GRAPH_WEIGHT x the
+# best linking hit's score; a node already ranked keeps max(own, that) ("max") or adds it ("sum").
+# OFF by default (0), because it did not win (bench/graph_expansion.py; table in bench/retrieval.md):
+# on the Obsidian Tasks docs vault (118 notes, 604 links; 75 notes queried by title and by first
+# paragraph, their own links hidden, the notes they link to as relevant, nDCG@10 0.380 / 0.385 off),
+# "max" changes nothing up to w=0.3 (a neighbour never passes the 10th hit) and loses from 0.5 on
+# (w=0.7: -0.026 / -0.016); "sum" gains at most +0.011 (w=0.1 N=5, titles) with a paired SE of
+# 0.007, the best setting for one query kind does not carry to the other, and the only settings
+# positive on both (w=0.1-0.2, N=10, "sum": +0.006..+0.008) are within about 1 SE, picked among 28.
+# SciFact has no edges, so expansion cannot change it (50 train queries: identical top 100). Cost
+# when on: one indexed query (edges' UNIQUE(from, to) index + edges_to), 0.11 ms for 10 seeds at
+# 100k nodes / 340k edges, 9 ms if all 10 seeds are 2,000-link hubs; hybrid p50 15.6 -> 16.0 ms.
+GRAPH_WEIGHT = 0.0
+GRAPH_SEEDS = 10
+GRAPH_COMBINE = "sum"  # the one that moved anything; used only when GRAPH_WEIGHT > 0
 MAX_LIMIT = 1000
 
 
@@ -58,6 +74,9 @@ class Tuning:
     vector_candidates: int = VECTOR_CANDIDATES
     bm25_weights: tuple[float, ...] = BM25_WEIGHTS
     fts_mode: str = FTS_MODE
+    graph_weight: float = GRAPH_WEIGHT
+    graph_seeds: int = GRAPH_SEEDS
+    graph_combine: str = GRAPH_COMBINE
 
 
 def rrf(ranks, k: int | None = None) -> float:
@@ -313,7 +332,45 @@ class Searcher:
             best_cosine = max((c.cosine for c in merged.values() if c.cosine is not None), default=None)
             for c in merged.values():
                 c.score = blend(c.fts, c.cosine, best_fts, best_cosine, t.fts_weight)
-        return sorted(merged.values(), key=lambda c: (-c.score, c.node_id))[:limit]
+        ranked = sorted(merged.values(), key=lambda c: (-c.score, c.node_id))
+        if t.graph_weight > 0 and ranked:
+            ranked = self._expand(ranked, merged, dimension)
+        return ranked[:limit]
+
+    def neighbours(self, node_ids: list[int], dimension: str | None = None) -> list[tuple[int, int]]:
+        """(node, neighbour) pairs over edges in either direction: two index lookups (the UNIQUE
+        (from_node_id, to_node_id) index and edges_to), optionally kept to one dimension."""
+        sql = ("SELECT from_node_id AS s, to_node_id AS n FROM edges WHERE from_node_id IN (SELECT value FROM json_each(?1))"
+               " UNION ALL SELECT to_node_id, from_node_id FROM edges WHERE to_node_id IN (SELECT value FROM json_each(?1))")
+        params: list[Any] = [json.dumps(node_ids)]
+        if dimension:
+            sql = (f"SELECT s, n FROM ({sql}) WHERE n IN"
+                   " (SELECT node_id FROM node_dimensions WHERE dimension = ?2)")
+            params.append(dimension)
+        return [(r[0], r[1]) for r in self.db.execute(sql, params)]
+
+    def _expand(self, ranked: list[Candidate], merged: dict[int, Candidate], dimension: str | None) -> list[Candidate]:
+        """Graph expansion: neighbours of the top hits get graph_weight x the best linking hit's score."""
+        t = self.tuning
+        seeds = {c.node_id: c.score for c in ranked[: max(1, t.graph_seeds)]}
+        boost: dict[int, tuple[float, int]] = {}
+        for seed, other in self.neighbours(list(seeds), dimension):
+            b = t.graph_weight * seeds[seed]
+            if b > boost.get(other, (0.0, 0))[0]:
+                boost[other] = (b, seed)
+        if not boost:
+            return ranked
+        for node_id, (b, seed) in boost.items():
+            c = merged.get(node_id)
+            if c is None:
+                merged[node_id] = Candidate(node_id, score=b, extra={"via": seed})
+            elif t.graph_combine == "sum":
+                c.score += b
+                c.extra["via"] = seed
+            elif b > c.score:
+                c.score = b
+                c.extra["via"] = seed
+        return sorted(merged.values(), key=lambda c: (-c.score, c.node_id))
 
     def search(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None,
                node_id: int | None = None) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import InvalidInput, NotFound
 from core.indexer import Indexer
-from core.search import Searcher
+from core.search import Searcher, Tuning
 from core.store import Store
 
 NODE_KEYS = {
@@ -342,3 +342,40 @@ def test_hybrid_scores_every_candidate_on_both_signals(corpus, embedder, mirror)
     assert hits[0]["id"] == ids["Quokka field notes"]
     plain = Searcher(store, embedder).search("quokka bread", limit=5)
     assert [h["id"] for h in plain] == [h["id"] for h in hits]
+
+
+@pytest.mark.parametrize("combine", ["max", "sum"])
+@pytest.mark.parametrize("mirror", [False, True])
+def test_graph_expansion_brings_in_a_linked_note_with_no_textual_match(store, embedder, combine, mirror):
+    """With graph expansion on, a note that shares nothing with the query but is linked from the top
+    hit (either edge direction) enters the results; with it off (the default), it does not."""
+    ids = _build(store, embedder)
+    linked = store.add_node("Ferry timetable", "Departures at 7:15 and 9:40; the last boat back leaves at 17:30.",
+                            dimensions=["admin"])["id"]
+    Indexer(store, embedder).run()
+    store.add_edge(ids["Quokka field notes"], linked, "how we got to the island")
+    query = "quokka bread"
+    off = Searcher(store, embedder, mirror=mirror).search(query, limit=3)
+    assert off[0]["id"] == ids["Quokka field notes"]
+    assert linked not in [h["id"] for h in off]
+    on = Searcher(store, embedder, mirror=mirror,
+                  tuning=Tuning(graph_weight=0.9, graph_seeds=1, graph_combine=combine)).search(query, limit=3)
+    assert on[0]["id"] == ids["Quokka field notes"]
+    assert linked in [h["id"] for h in on], _titles(on)
+    scores = [h["score"] for h in on]
+    assert scores == sorted(scores, reverse=True)
+    # The other direction counts too, and a dimension filter still holds for the neighbours.
+    store.delete_edge(store.edges(linked)[0]["id"])
+    store.add_edge(linked, ids["Quokka field notes"], "how we got to the island")
+    searcher = Searcher(store, embedder, mirror=mirror, tuning=Tuning(graph_weight=0.9, graph_seeds=1, graph_combine=combine))
+    assert linked in [h["id"] for h in searcher.search(query, limit=3)]
+    assert linked not in [h["id"] for h in searcher.search(query, limit=3, dimension="biology")]
+
+
+def test_graph_expansion_changes_nothing_without_edges(corpus, embedder):
+    """On a graph with no edges (SciFact's case) expansion leaves every ranking and score unchanged."""
+    store, _, plain = corpus
+    assert store.db.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 0
+    on = Searcher(store, embedder, tuning=Tuning(graph_weight=0.5, graph_combine="sum"))
+    for query in ("tide moon water", "quokka bread", "how do I fix my bike", "gradient"):
+        assert plain.search(query, limit=20) == on.search(query, limit=20)
