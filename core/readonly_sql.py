@@ -37,7 +37,7 @@ def run_readonly(path: Path, sql: str, max_rows: int) -> dict:
             raise ToolError(f"Refused: {exc}") from None
         except sqlite.DatabaseError as exc:
             text = str(exc)
-            if "not authorized" in text or "prohibited" in text or "readonly" in text:
+            if "not authorized" in text or "authorization denied" in text or "prohibited" in text or "readonly" in text:
                 raise ToolError("Refused: sqliteQuery only reads (one SELECT; no writes, PRAGMA, ATTACH or extensions).") from None
             raise ToolError(f"SQL error: {text}") from None
         columns = [d[0] for d in cur.description or []]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -55,7 +56,11 @@ class Out:
         return self._console
 
     def json(self, value: Any) -> None:
-        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+        # json.dumps escapes only C0 controls; C1 controls (U+009B is CSI), DEL and bidi controls
+        # would reach the terminal raw. They only occur inside strings, so \uXXXX keeps the data exact.
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+        text = re.sub(r"[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]", lambda m: f"\\u{ord(m.group()):04x}", text)
+        sys.stdout.write(text + "\n")
 
     def text(self, *parts, style: str | None = None) -> None:
         from rich.text import Text
@@ -916,6 +921,17 @@ def cmd_app(args, out: Out) -> int:
 
 
 # -- parser --------------------------------------------------------------------------------------
+def _id(text: str) -> int:
+    """An id argument: a whole number SQLite can hold (a larger one was an OverflowError traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an id (a whole number)") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text} is out of range for an id")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="database file (default: see README)")
@@ -947,10 +963,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", default="note")
 
     p = verb("show", cmd_show, "show a node with its edges", read=True)
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_id)
 
     p = verb("edit", cmd_edit, "change a node (no options: edit its text in $EDITOR)", read=True)
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_id)
     p.add_argument("--title", "-t")
     p.add_argument("--text", help="new text, or - to read it from stdin")
     p.add_argument("--description")
@@ -962,20 +978,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--remove-dimension", action="append", metavar="D")
 
     p = verb("rm", cmd_rm, "move a node and its edges to the trash", read=True)
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_id)
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
     p = verb("restore", cmd_restore, "bring a node back from the trash", read=True)
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_id)
     verb("trash", cmd_trash, "list deleted nodes", read=True)
 
     p = verb("link", cmd_link, "join two nodes with an explained edge; prints its id", read=True)
-    p.add_argument("from_id", type=int, metavar="FROM")
-    p.add_argument("to_id", type=int, metavar="TO")
+    p.add_argument("from_id", type=_id, metavar="FROM")
+    p.add_argument("to_id", type=_id, metavar="TO")
     p.add_argument("--explanation", "-e", required=True, help="why they connect, as a sentence")
 
     p = verb("unlink", cmd_unlink, "delete an edge", read=True)
-    p.add_argument("edge_id", type=int, metavar="EDGE")
+    p.add_argument("edge_id", type=_id, metavar="EDGE")
     p.add_argument("--yes", "-y", action="store_true")
 
     p = verb("search", cmd_search, "search notes by keyword, meaning, or both (a query starting with - goes after --)", read=True)
@@ -983,7 +999,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
     p.add_argument("--limit", "-n", type=int, default=10)
     p.add_argument("--dimension", "-d")
-    p.add_argument("--node", type=int, metavar="ID", help="search only inside this node")
+    p.add_argument("--node", type=_id, metavar="ID", help="search only inside this node")
 
     p = verb("hubs", cmd_hubs, "the most-connected nodes", read=True)
     p.add_argument("--limit", "-n", type=int, default=10)
