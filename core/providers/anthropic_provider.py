@@ -149,8 +149,12 @@ class AnthropicProvider(Provider):
         yield StreamEvent("stop", stop_reason=stop_reason or "end_turn")
 
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
-        err = translate(exc, "anthropic", self.model, self.base_url, MAX_RETRIES, "ANTHROPIC_API_KEY")
-        if mid_stream and err.kind in ("error", "connection", "timeout"):
+        err = translate(exc, "anthropic", self.model, self.base_url, MAX_RETRIES, "ANTHROPIC_API_KEY",
+                        api_key=self._api_key)
+        if mid_stream and err.kind == "timeout":
+            return ProviderError(f"Anthropic stopped sending mid-reply and did not answer in time ({self.base_url or 'Anthropic'}); "
+                                 "the partial reply is kept, marked incomplete.", kind="timeout", retryable=True)
+        if mid_stream and err.kind in ("error", "connection"):
             return ProviderError("The connection to Anthropic was cut mid-reply; the partial reply is kept, "
                                  f"marked incomplete ({type(exc).__name__}).", kind="cut")
         return err

@@ -6,7 +6,16 @@ from core.providers.base import ProviderError
 
 
 def translate(exc: Exception, provider: str, model: str, base_url: str | None, retries: int,
-              key_env: str | None = None) -> ProviderError:
+              key_env: str | None = None, api_key: str | None = None) -> ProviderError:
+    err = _translate(exc, provider, model, base_url, retries, key_env)
+    if api_key and len(api_key) >= 8 and api_key in str(err):
+        # Some servers and proxies quote the key they were given in their error message.
+        return ProviderError(str(err).replace(api_key, "[API key]"), kind=err.kind, retryable=err.retryable)
+    return err
+
+
+def _translate(exc: Exception, provider: str, model: str, base_url: str | None, retries: int,
+               key_env: str | None = None) -> ProviderError:
     label = {"anthropic": "Anthropic", "openai": "OpenAI"}.get(provider, provider)
     status = getattr(exc, "status_code", None)
     where = base_url or label
@@ -24,7 +33,10 @@ def translate(exc: Exception, provider: str, model: str, base_url: str | None, r
         return ProviderError(f"{label} is rate limiting requests (429); gave up after {retries} retries.{wait}",
                              kind="rate_limit", retryable=True)
     if status == 529 or "overloaded" in str(exc).lower():
-        return ProviderError(f"{label} is overloaded (529); gave up after {retries} retries. Try again in a minute.",
+        if status is None or status < 400:  # an error event inside a 200 stream: nothing was retried
+            return ProviderError(f"{label} is overloaded and stopped mid-reply; the partial reply is kept, marked "
+                                 "incomplete. Try again in a minute.", kind="overloaded", retryable=True)
+        return ProviderError(f"{label} is overloaded ({status}); gave up after {retries} retries. Try again in a minute.",
                              kind="overloaded", retryable=True)
     if status is not None and status >= 500:
         return ProviderError(f"{label} had a server error ({status}); gave up after {retries} retries.",

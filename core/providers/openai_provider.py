@@ -159,8 +159,11 @@ class OpenAIProvider(Provider):
 
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
         err = translate(exc, "openai", self.model, self.base_url, MAX_RETRIES,
-                        None if (self.base_url and not self.remote) else "OPENAI_API_KEY")
-        if mid_stream and err.kind in ("error", "connection", "timeout"):
+                        None if (self.base_url and not self.remote) else "OPENAI_API_KEY", api_key=self._api_key)
+        if mid_stream and err.kind == "timeout":
+            return ProviderError(f"OpenAI stopped sending mid-reply and did not answer in time ({self.base_url or 'OpenAI'}); "
+                                 "the partial reply is kept, marked incomplete.", kind="timeout", retryable=True)
+        if mid_stream and err.kind in ("error", "connection"):
             return ProviderError("The connection was cut mid-reply; the partial reply is kept, marked incomplete "
                                  f"({type(exc).__name__}).", kind="cut")
         return err

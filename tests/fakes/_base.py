@@ -99,10 +99,12 @@ class StreamError:
 
 @dataclass(frozen=True)
 class Slow:
-    """Delay of ``seconds``: before the first token (default) or before the response headers."""
+    """Delay of ``seconds``: before the first token (default), before the response headers, or
+    mid-stream after ``after_deltas`` content deltas (where="mid_stream": a reply that stalls)."""
 
     seconds: float
-    where: str = "first_token"  # or "headers"
+    where: str = "first_token"  # or "headers", "mid_stream"
+    after_deltas: int = 0
 
 
 Action = Text | ToolCall | StopReason | HttpError | CutAfter | MalformedSSE | StreamError | Slow
@@ -217,10 +219,10 @@ def stream_error(after_deltas: int = 0, error_type: str = "overloaded_error", me
     return StreamError(after_deltas, error_type, message)
 
 
-def slow(seconds: float, where: str = "first_token") -> Slow:
-    if where not in ("first_token", "headers"):
-        raise ValueError("where is 'first_token' or 'headers'")
-    return Slow(seconds, where)
+def slow(seconds: float, where: str = "first_token", after_deltas: int = 0) -> Slow:
+    if where not in ("first_token", "headers", "mid_stream"):
+        raise ValueError("where is 'first_token', 'headers' or 'mid_stream'")
+    return Slow(seconds, where, after_deltas)
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,6 +239,7 @@ class Plan:
     stream_err: StreamError | None = None
     delay_headers: float = 0.0
     delay_first: float = 0.0
+    stall: Slow | None = None  # where="mid_stream"
 
     @classmethod
     def from_reply(cls, reply: list[Action]) -> "Plan":
@@ -257,6 +260,8 @@ class Plan:
             elif isinstance(a, Slow):
                 if a.where == "headers":
                     plan.delay_headers += a.seconds
+                elif a.where == "mid_stream":
+                    plan.stall = a
                 else:
                     plan.delay_first += a.seconds
             else:
@@ -641,6 +646,9 @@ class DeltaCounter:
     def check(self) -> None:
         """Called before each delta and once at the end of content (with all deltas counted)."""
         p = self.plan
+        if p.stall is not None and self.n == p.stall.after_deltas:
+            s, p.stall = p.stall, None
+            self.ex.sleep(s.seconds)
         if p.malformed is not None and self.n == p.malformed.after_deltas:
             m, p.malformed = p.malformed, None
             self._on_malformed(m)
