@@ -204,9 +204,13 @@ class CairnApp(App):
         switcher = self.query_one("#right", ContentSwitcher)
         switcher.current = "viewer" if switcher.current == "chat" else "chat"
         self._show_pane("right")
+        # Title the pane here, not only in the panes' on_show: a late Show of the pane just hidden
+        # could otherwise leave its title up (seen in a real terminal, tests/test_e2e_tmux.py).
         if switcher.current == "viewer":
+            viewer.show_title()
             viewer.focus()
         else:
+            chat.settings_changed()
             chat.focus_input()
 
     def action_quick_capture(self) -> None:

@@ -174,10 +174,14 @@ class ContextViewer(VerticalScroll):
         focused = self.screen.focused
         if focused is None or hidden(focused):
             self.focus()
-        if self.parent is not None and self.parent.has_class("pane"):
-            self.parent.border_title = Text("Settings · next request")
+        self.show_title()
         self._sync_settings()
         self.refresh_blocks()
+
+    def show_title(self) -> None:
+        """Title the pane it shares with the chat (the App calls this when f2 shows it)."""
+        if self.parent is not None and self.parent.has_class("pane"):
+            self.parent.border_title = Text("Settings · next request")
 
     def _sync_settings(self) -> None:
         """Show the settings as they are now (the config object is shared and may have changed)."""
