@@ -102,6 +102,8 @@ class FocusPanel(Vertical):
         # the first tab of an empty TabbedContent a moment after adding it, which would otherwise
         # win over a second node opened in the same moment; _tab_changed puts the wanted one back.
         self._wanted: int | None = None
+        self._tabs: TabbedContent | None = None
+        self._views: dict[int, "NodeView"] = {}  # node id -> the view in its current tab
         self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
@@ -118,7 +120,11 @@ class FocusPanel(Vertical):
     # -- state ---------------------------------------------------------------------------------------
     @property
     def tabs(self) -> TabbedContent:
-        return self.query_one("#focus-tabs", TabbedContent)
+        # Held, not queried: check_action asks for the active view for every binding on every
+        # bindings refresh, and DOM queries there cost ~half of a tab switch (bench/tui.py).
+        if self._tabs is None:
+            self._tabs = self.query_one("#focus-tabs", TabbedContent)
+        return self._tabs
 
     @property
     def open_ids(self) -> tuple[int, ...]:
@@ -140,10 +146,9 @@ class FocusPanel(Vertical):
 
     def view(self, node_id: int) -> NodeView | None:
         """The open tab's view of a node (not one whose tab is closing)."""
-        pane = self._panes.get(node_id)
-        for view in self.query(".node-view"):
-            if view.node_id == node_id and view.parent is not None and view.parent.id == pane:
-                return view
+        view = self._views.get(node_id)
+        if view is not None and view.parent is not None and view.parent.id == self._panes.get(node_id):
+            return view  # mounted in its tab
         return None
 
     def focus_default(self) -> None:
@@ -183,7 +188,7 @@ class FocusPanel(Vertical):
         self._panes[node_id] = pane = f"node-{node_id}-{self._serial}"
         from tui.widgets.node_view import NodeView
 
-        view = NodeView(self.services, node_id, classes="node-view")
+        view = self._views[node_id] = NodeView(self.services, node_id, classes="node-view")
         added = self.tabs.add_pane(TabPane(tab_label(title or f"#{node_id}"), view, id=pane))
         self.tabs.display = True
         self.query_one(".focus-empty").display = False
@@ -218,6 +223,7 @@ class FocusPanel(Vertical):
         had_keyboard = self.has_focus_within
         self._order.remove(node_id)
         successor = self._order[min(index, len(self._order) - 1)] if self._order else None
+        self._views.pop(node_id, None)
         removed = self.tabs.remove_pane(self._panes.pop(node_id))
 
         async def settle() -> None:
