@@ -192,6 +192,7 @@ class NodeView(Vertical):
         self.node: dict | None = None
         self.edges: list[dict] = []
         self._last_focused: Widget | None = None
+        self._switcher: ContentSwitcher | None = None  # holds the read view and, while editing, the editor
         self._edge_targets: dict[str, tuple[int, str]] = {}  # option id -> (node id, title)
         self._shown_source: SourceDisplay | None = None
 
@@ -228,12 +229,17 @@ class NodeView(Vertical):
 
     @property
     def editing(self) -> bool:
-        return bool(self.query(NodeEditor))
+        return self.editor is not None
 
     @property
     def editor(self) -> "NodeEditor | None":
-        found = self.query(NodeEditor)
-        return found.first() if found else None
+        # The switcher's few children, not a query of the whole view: the Focus panel asks on
+        # every bindings refresh.
+        if self._switcher is None:
+            if not self.is_mounted:
+                return None
+            self._switcher = self.query_one(".node-switcher", ContentSwitcher)
+        return next((child for child in self._switcher.children if isinstance(child, NodeEditor)), None)
 
     def _on_descendant_focus(self, event: events.DescendantFocus) -> None:
         self._last_focused = event.widget
