@@ -71,24 +71,21 @@ class Chat:
             self.agent = agents.get(agent or config.chat.agent)
             self.engine = self._engine(never)
             stamp = clock.now()
+            # One transaction: a process killed here leaves no chat row without its snapshot (such a chat
+            # could not be reopened), and a snapshot that fails (InvalidInput) rolls the row back.
             with store.db.transaction() as conn:
                 cur = conn.execute(
                     "INSERT INTO chats(title, agent, provider, model, metadata, created_at, updated_at)"
                     " VALUES ('', ?, ?, ?, '{}', ?, ?)",
                     (self.agent.name, provider.name, provider.model, stamp, stamp))
                 self.id = cur.lastrowid
-            variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
-                         "agent": self.agent.name, "model": provider.model}
-            try:
+                variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
+                             "agent": self.agent.name, "model": provider.model}
                 self.snapshot = self.engine.snapshot(variables)
-            except InvalidInput:
-                with store.db.transaction() as conn:
-                    conn.execute("DELETE FROM chats WHERE id = ?", (self.id,))
-                raise
-            self.metadata = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
-            if parent_id is not None:
-                self.metadata["parent_chat_id"] = parent_id
-            self._save_metadata()
+                self.metadata = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
+                if parent_id is not None:
+                    self.metadata["parent_chat_id"] = parent_id
+                self._save_metadata()
         else:
             row = store.db.execute("SELECT * FROM chats WHERE id = ?", (int(chat_id),)).fetchone()
             if row is None:
@@ -97,7 +94,14 @@ class Chat:
             self.agent = agents.get(row["agent"])
             self.engine = self._engine(never)
             self.metadata = json.loads(row["metadata"])
-            self.snapshot = Snapshot(**self.metadata["snapshot"])
+            if "snapshot" in self.metadata:
+                self.snapshot = Snapshot(**self.metadata["snapshot"])
+            else:  # a chat row left without its snapshot (a kill mid-creation, before that was atomic)
+                variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
+                             "agent": self.agent.name, "model": provider.model}
+                self.snapshot = self.engine.snapshot(variables)
+                self.metadata.update(snapshot=json.loads(self.snapshot.as_json()), variables=variables)
+                self._save_metadata()
         self.chat_key = f"cairn-chat-{self.id}"
         self.last_reply: Reply | None = None
 

@@ -104,6 +104,9 @@ class Database:
             try:
                 mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             except OperationalError as exc:
+                if "readonly" in str(exc).lower():  # e.g. a read-only folder: no -wal/-shm can be made
+                    raise DatabaseError(f"The database {self.path} is read-only (check the permissions of the file "
+                                        "and its folder); nothing was changed.") from exc
                 raise DatabaseError(f"Cannot open {self.path} for writing: {exc}.") from exc
             if str(mode).lower() != "wal":
                 raise DatabaseError(f"{self.path}: could not switch the database to WAL mode (got {mode}).")
