@@ -29,6 +29,7 @@ base_url = ""            # an OpenAI-compatible server, e.g. http://127.0.0.1:11
 agent = "orchestrator"   # orchestrator | easy | worker | planner
 background_context = true  # the top-10 hubs in the cached prefix (orchestrators only)
 cache_ttl = "5m"         # "5m" or "1h" for the system part (Anthropic)
+timeout = 120            # seconds a provider may stay silent (before or during a reply) before Cairn gives up
 
 [privacy]
 never_send = []          # dimensions whose nodes never leave the machine, e.g. ["private"]
@@ -62,6 +63,7 @@ class ChatSettings:
     agent: str = "orchestrator"
     background_context: bool = True
     cache_ttl: str = "5m"
+    timeout: float = 120.0  # seconds without a byte from the provider; a stalled reply ends, partial kept
 
 
 @dataclass
@@ -138,9 +140,13 @@ def load(path: Path | None = None) -> Config:
         if key not in known:
             raise ConfigError(f"{where}: unknown setting `chat.{key}` (known: {', '.join(sorted(known))}).")
         default = getattr(ChatSettings(), key)
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # `timeout = 60` is as good as 60.0
         setattr(cfg.chat, key, _expect(where, f"chat.{key}", value, type(default)))
     if cfg.chat.provider not in PROVIDERS:
         raise ConfigError(f"{where}: `chat.provider` is {cfg.chat.provider!r}; use one of {', '.join(PROVIDERS)}.")
+    if not 1 <= cfg.chat.timeout <= 3600:
+        raise ConfigError(f"{where}: `chat.timeout` must be between 1 and 3600 seconds.")
     if cfg.chat.cache_ttl not in ("5m", "1h"):
         raise ConfigError(f"{where}: `chat.cache_ttl` must be \"5m\" or \"1h\".")
     privacy = _expect(where, "privacy", data.get("privacy", {}), dict)

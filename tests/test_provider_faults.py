@@ -257,3 +257,30 @@ def test_a_retry_after_the_server_asks_for_is_waited(store, searcher, anth, monk
     assert [first.status, second.status] == [429, 200]
     gap = second.time - first.time
     assert gap >= 0.5, gap  # the server's 0.6 s (a lower bound only: never a speed assertion)
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "openai"])
+def test_chat_timeout_setting_ends_a_stalled_reply(store, searcher, anth, oai, kind, monkeypatch, tmp_path):
+    """`chat.timeout` in the config reaches the SDK client: a reply that stalls mid-stream ends with a
+    clear message after that many seconds, the partial reply kept (the default is 120 s, not the SDK's 600)."""
+    from core import config as config_module
+    from core.providers import make_provider
+
+    srv = anth if kind == "anthropic" else oai
+    path = config_module.write_default(tmp_path / "config.toml")
+    config_module.set_value("chat.provider", kind, path)
+    config_module.set_value("chat.timeout", 2, path)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL" if kind == "anthropic" else "OPENAI_BASE_URL", srv.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY" if kind == "anthropic" else "OPENAI_API_KEY", KEY)
+    cfg = config_module.load(path)
+    assert cfg.chat.timeout == 2.0 and config_module.load(tmp_path / "missing.toml").chat.timeout == 120.0
+    provider = make_provider(cfg)
+    assert provider.timeout == 2.0
+    chat = new_chat(store, provider, searcher)
+    srv.script.add(WORDS, slow(STALL, where="mid_stream", after_deltas=2))
+    events = send(chat, QUESTION)
+    errors = [str(e.error) for e in events if e.type == "error"]
+    assert len(errors) == 1 and "did not answer in time" in errors[0] and "partial reply is kept" in errors[0]
+    assert chat.last_reply.text == PARTIAL and chat.last_reply.status == "incomplete"
+    with pytest.raises(config_module.ConfigError, match="chat.timeout"):
+        config_module.set_value("chat.timeout", 0, path)

@@ -206,12 +206,14 @@ class CairnApp(App):
         self._show_pane("right")
         # Title the pane here, not only in the panes' on_show: a late Show of the pane just hidden
         # could otherwise leave its title up (seen in a real terminal, tests/test_e2e_tmux.py).
+        # Focus after the next refresh: the pane just shown has no layout yet, and a text field
+        # focused now would put the terminal cursor at the screen's top (the tmux e2e saw it).
         if switcher.current == "viewer":
             viewer.show_title()
-            viewer.focus()
+            self.call_after_refresh(viewer.focus)
         else:
             chat.settings_changed()
-            chat.focus_input()
+            self.call_after_refresh(chat.focus_input)
 
     def action_quick_capture(self) -> None:
         from tui.screens.quick_capture import QuickCapture

@@ -34,10 +34,11 @@ def make_provider(config, name: str | None = None, model: str | None = None) -> 
     if name == "anthropic":
         from core.providers.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(key, model, base_url=base_url, cache_ttl=config.chat.cache_ttl)
+        return AnthropicProvider(key, model, base_url=base_url, cache_ttl=config.chat.cache_ttl,
+                                 timeout=config.chat.timeout)
     from core.providers.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(key, model, base_url=base_url)
+    return OpenAIProvider(key, model, base_url=base_url, timeout=config.chat.timeout)
 
 
 def preview_provider(config) -> Provider:

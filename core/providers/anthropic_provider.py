@@ -38,8 +38,10 @@ def min_cacheable(model: str) -> int:
 class AnthropicProvider(Provider):
     name = "anthropic"
 
-    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "5m"):
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "5m",
+                 timeout: float | None = None):
         super().__init__(model)
+        self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
         self._api_key = api_key
         self.base_url = base_url
         self.cache_ttl = cache_ttl
@@ -53,7 +55,9 @@ class AnthropicProvider(Provider):
         if self._client is None:
             import anthropic
 
-            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES)
+            options = {} if self.timeout is None else {"timeout": self.timeout}
+            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES,
+                                               **options)
         return self._client
 
     # -- request body ------------------------------------------------------------------------------

@@ -45,8 +45,9 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
 class OpenAIProvider(Provider):
     name = "openai"
 
-    def __init__(self, api_key: str, model: str, *, base_url: str | None = None):
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None):
         super().__init__(model)
+        self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
         self._api_key = api_key
         self.base_url = base_url
         self._client = None
@@ -59,7 +60,9 @@ class OpenAIProvider(Provider):
         if self._client is None:
             import openai
 
-            self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES)
+            options = {} if self.timeout is None else {"timeout": self.timeout}
+            self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES,
+                                         **options)
         return self._client
 
     def body(self, turn: Turn) -> dict:
