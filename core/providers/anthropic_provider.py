@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Iterator
 
-from core.providers.base import Provider, ProviderError, StreamEvent, ToolCall, Turn, Usage
+from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
@@ -35,30 +35,18 @@ def min_cacheable(model: str) -> int:
     return 1024
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
     name = "anthropic"
 
     def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "5m",
                  timeout: float | None = None):
-        super().__init__(model)
-        self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
-        self._api_key = api_key
-        self.base_url = base_url
+        super().__init__(api_key, model, base_url=base_url, timeout=timeout)
         self.cache_ttl = cache_ttl
-        self._client = None
-        from core.providers import _is_loopback
 
-        self.remote = not (base_url and _is_loopback(base_url))
+    def _new_client(self, **options):
+        import anthropic
 
-    @property
-    def client(self):
-        if self._client is None:
-            import anthropic
-
-            options = {} if self.timeout is None else {"timeout": self.timeout}
-            self._client = anthropic.Anthropic(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES,
-                                               **options)
-        return self._client
+        return anthropic.Anthropic(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES, **options)
 
     # -- request body ------------------------------------------------------------------------------
     def body(self, turn: Turn) -> dict:

@@ -83,3 +83,29 @@ class Provider:
 
     def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         raise NotImplementedError
+
+
+class SDKProvider(Provider):
+    """A provider reached through its vendor SDK over HTTP: the key, the server, the timeout, and the
+    SDK client made on first use (importing an SDK costs ~1 s, so nothing imports it before a request)."""
+
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None):
+        from core.providers import _is_loopback
+
+        super().__init__(model)
+        self._api_key = api_key
+        self.base_url = base_url
+        self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
+        self.remote = not (base_url and _is_loopback(base_url))
+        self._client = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            options = {} if self.timeout is None else {"timeout": self.timeout}
+            self._client = self._new_client(**options)
+        return self._client
+
+    def _new_client(self, **options):
+        """The SDK client for this key and server (`options`: the SDK's own, e.g. timeout)."""
+        raise NotImplementedError

@@ -12,7 +12,7 @@ import json
 import threading
 from typing import Iterator
 
-from core.providers.base import Provider, ProviderError, StreamEvent, ToolCall, Turn, Usage
+from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
@@ -42,28 +42,13 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
     return out
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(SDKProvider):
     name = "openai"
 
-    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None):
-        super().__init__(model)
-        self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
-        self._api_key = api_key
-        self.base_url = base_url
-        self._client = None
-        from core.providers import _is_loopback
+    def _new_client(self, **options):
+        import openai
 
-        self.remote = not (base_url and _is_loopback(base_url))
-
-    @property
-    def client(self):
-        if self._client is None:
-            import openai
-
-            options = {} if self.timeout is None else {"timeout": self.timeout}
-            self._client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES,
-                                         **options)
-        return self._client
+        return openai.OpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=MAX_RETRIES, **options)
 
     def body(self, turn: Turn) -> dict:
         req = turn.request
