@@ -1,0 +1,396 @@
+"""Distilling a chat into notes (core/distil.py, `cairn distil`, the review screen): a scripted
+conversation against the fake Anthropic server, then a scripted distil reply; only what is accepted
+is written, with provenance; retirements mark, never delete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chat_support import (  # noqa: F401  (fixtures)
+    KEY,
+    _no_proxies,
+    anth,
+    anthropic_provider,
+    config,
+    new_chat,
+    raw_bodies,
+    searcher,
+    send,
+)
+from core import distil
+from core.distil import DistilError, Proposal, StaleProposal
+from core.errors import InvalidInput, NotFound
+from fakes import http_error, text, tool_call
+
+
+def node_count(store) -> int:
+    return store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+
+
+def snapshot_nodes(store) -> list[tuple]:
+    return [tuple(r) for r in store.db.execute(
+        "SELECT id, title, description, source, metadata, updated_at FROM nodes ORDER BY id").fetchall()]
+
+
+@pytest.fixture
+def graph(store, indexer):
+    compost = store.add_node("Compost ratio", "Mix two parts browns to one part greens.", dimensions=["garden"])
+    oven = store.add_node("Pizza oven plan", "Build a brick pizza oven in the back garden this summer.",
+                          dimensions=["projects"])
+    bees = store.add_node("Bee hotel", "A bee hotel faces south-east, a metre off the ground.", dimensions=["garden"])
+    indexer.run()
+    return {"compost": compost["id"], "oven": oven["id"], "bees": bees["id"]}
+
+
+@pytest.fixture
+def conversation(store, searcher, anth, graph):
+    """A two-turn chat: the compost ratio is corrected, the pizza oven dropped for a smoker."""
+    chat = new_chat(store, anthropic_provider(anth), searcher)
+    anth.script.add(text(f"Noted: your ratio used to be 2:1 [NODE:{graph['compost']}]; now it is 3:1."))
+    send(chat, "My compost ratio is now three parts browns to one part greens.")
+    anth.script.add(tool_call("getNodesById", {"ids": [graph["oven"]]}))
+    anth.script.add(text("Understood: no pizza oven; a cold smoker instead, built from an old filing cabinet."))
+    send(chat, "We dropped the pizza oven. We're building a cold smoker from an old filing cabinet instead.")
+    msgs = chat.messages()
+    users = [m["id"] for m in msgs if m["role"] == "user" and m["text"]]
+    replies = [m["id"] for m in msgs if m["role"] == "assistant" and m["text"]]
+    return {"chat": chat, "users": users, "replies": replies, **graph}
+
+
+def scripted_reply(c, *, extra: list | None = None) -> str:
+    proposals = [
+        {"kind": "addition", "title": "Cold smoker", "description": "Built from an old filing cabinet",
+         "source": "A cold smoker made from an old filing cabinet.", "dimensions": ["projects", "food"],
+         "source_message_id": c["users"][1]},
+        {"kind": "update", "node_id": c["compost"], "source": "Mix three parts browns to one part greens.",
+         "reason": "the ratio changed", "source_message_id": c["users"][0]},
+        {"kind": "retirement", "node_id": c["oven"], "reason": "Dropped in favour of the cold smoker.",
+         "source_message_id": c["users"][1]},
+    ]
+    return json.dumps({"proposals": proposals + (extra or [])})
+
+
+
+
+def bad_items(c) -> list:
+    return [
+        {"kind": "update", "node_id": 9999, "title": "Ghost", "source_message_id": c["users"][0]},
+        {"kind": "addition", "title": "No source", "source": "x"},
+        {"kind": "addition", "title": "Other chat", "source": "x", "source_message_id": 777},
+        {"kind": "addition", "title": "   ", "source": "x", "source_message_id": c["users"][0]},
+        {"kind": "retirement", "node_id": c["bees"], "source_message_id": c["users"][0]},  # no reason
+        {"kind": "merge", "node_id": c["bees"], "source_message_id": c["users"][0]},
+        "just a string",
+    ]
+
+
+def run_propose(store, c, anth, reply: str, **kw):
+    anth.script.add(text(reply))
+    return distil.propose(store, c["chat"].id, anthropic_provider(anth), never_send=kw.pop("never_send", ()),
+                          searcher=kw.pop("searcher", None) or c["chat"].searcher, **kw)
+
+
+# -- propose ---------------------------------------------------------------------------------------
+def test_propose_parses_each_kind_with_its_source_message_and_drops_bad_items(store, conversation, anth):
+    c = conversation
+    before = snapshot_nodes(store)
+    result = run_propose(store, c, anth, scripted_reply(c, extra=bad_items(c)))
+    assert snapshot_nodes(store) == before  # proposing writes nothing to the graph
+    kinds = [p.kind for p in result.proposals]
+    assert kinds == ["addition", "update", "retirement"]
+    add, upd, ret = result.proposals
+    assert add.title == "Cold smoker" and add.dimensions == ["projects", "food"]
+    assert add.source_message_id == c["users"][1] and "cold smoker" in add.excerpt
+    assert upd.node_id == c["compost"] and upd.changes == {"source": "Mix three parts browns to one part greens."}
+    assert upd.old == {"source": "Mix two parts browns to one part greens."}
+    assert upd.source_message_id == c["users"][0] and upd.excerpt.startswith("My compost ratio is now")
+    assert "-Mix two parts browns to one part greens." in upd.diff.splitlines()
+    assert "+Mix three parts browns to one part greens." in upd.diff.splitlines()
+    assert upd.diff.splitlines()[0] == f"--- node {c['compost']} source (now)"
+    assert ret.node_id == c["oven"] and ret.reason == "Dropped in favour of the cold smoker."
+    # every bad item is named in a warning, none is proposed
+    w = "\n".join(result.warnings)
+    assert "Proposal 4 (update) was dropped: node 9999 was not among the notes sent" in w
+    assert "Proposal 5 (addition) was dropped: it has no source_message_id" in w
+    assert "Proposal 6 (addition) was dropped: message 777 is not in this chat" in w
+    assert "Proposal 7 (addition) was dropped: its title is empty" in w
+    assert "Proposal 8 (retirement) was dropped: it does not say what superseded the node" in w
+    assert "Proposal 9 (merge) was dropped: its kind 'merge' is not one of" in w
+    assert "Proposal 10 was dropped: it is not a JSON object" in w
+    assert len(result.warnings) == 7
+
+
+def test_the_request_holds_the_conversation_with_ids_and_the_touched_nodes(store, conversation, anth):
+    c = conversation
+    result = run_propose(store, c, anth, '{"proposals": []}')
+    assert result.proposals == [] and result.warnings == []
+    body = anth.last.body
+    assert "tools" not in body and body["max_tokens"] == distil.MAX_REPLY_TOKENS
+    assert body["system"][0]["text"].startswith("You turn a conversation into durable notes")
+    sent = body["messages"][-1]["content"][0]["text"]
+    assert f'<message id="{c["users"][0]}" role="user">\nMy compost ratio is now' in sent
+    assert f'<message id="{c["replies"][-1]}" role="assistant">\nUnderstood: no pizza oven' in sent
+    assert '[called getNodesById {"ids": [' in sent  # tool calls summarised
+    assert '"nodes":' not in sent  # tool results are not repeated in the transcript
+    # the cited node (citation), the read one (tool input) and the search candidate are offered as targets
+    for key in ("compost", "oven", "bees"):
+        assert f'<node id="{c[key]}"' in sent
+    assert set(result.sent_node_ids) >= {c["compost"], c["oven"]}
+    logged = store.db.execute("SELECT provider, node_ids FROM sent_log WHERE chat_id = ? AND message_id IS NULL",
+                              (c["chat"].id,)).fetchall()
+    assert len(logged) == 1 and logged[0]["provider"] == "anthropic"
+    assert json.loads(logged[0]["node_ids"]) == result.sent_node_ids
+
+
+@pytest.mark.parametrize("reply, expect", [
+    ("Sure! Here are my proposals: additions...", "not valid JSON (Expecting value at line 1 column 1)"),
+    ('{"proposals": [{"kind": "addition", "title": "cut off', "not valid JSON (Unterminated string"),
+    ('{"additions": []}', 'JSON but not {"proposals": [...]}'),
+    ('[{"kind": "addition"}]', 'JSON but not {"proposals": [...]}'),
+    ("   ", "reply was empty"),
+], ids=["prose", "cut", "wrong-key", "bare-list", "empty"])
+def test_a_malformed_reply_is_a_clear_error_and_nothing_is_proposed(store, conversation, anth, reply, expect):
+    before = snapshot_nodes(store)
+    with pytest.raises(DistilError) as e:
+        run_propose(store, conversation, anth, reply)
+    assert expect in str(e.value) and "nothing was proposed" in str(e.value)
+    assert snapshot_nodes(store) == before
+    assert store.meta(f"distil.pending.{conversation['chat'].id}") is None
+
+
+def test_a_fenced_json_reply_is_accepted(store, conversation, anth):
+    result = run_propose(store, conversation, anth, "```json\n" + scripted_reply(conversation) + "\n```")
+    assert [p.kind for p in result.proposals] == ["addition", "update", "retirement"]
+
+
+def test_the_offline_provider_cannot_distil(store, conversation):
+    from core.providers.offline import OfflineProvider
+
+    with pytest.raises(DistilError) as e:
+        distil.propose(store, conversation["chat"].id, OfflineProvider(), never_send=())
+    assert "needs a model provider" in str(e.value) and "cairn config set chat.provider" in str(e.value)
+    assert "ANTHROPIC_API_KEY" in str(e.value)
+
+
+def test_provider_failure_and_unknown_chat_are_clear_errors(store, conversation, anth, monkeypatch):
+    from core.providers import anthropic_provider as ap
+
+    monkeypatch.setattr(ap, "MAX_RETRIES", 0)
+    anth.script.add(http_error(500))
+    with pytest.raises(DistilError, match=r"The model could not distil chat \d+: .*500"):
+        distil.propose(store, conversation["chat"].id, anthropic_provider(anth), never_send=(),
+                       searcher=conversation["chat"].searcher)
+    with pytest.raises(NotFound, match="There is no chat 4242."):
+        distil.propose(store, 4242, anthropic_provider(anth), never_send=())
+
+
+def test_a_reply_cut_at_the_token_limit_says_so(store, conversation, anth):
+    from fakes import stop_reason
+
+    anth.script.add(text('{"proposals": [{"kind": "addition", "ti'), stop_reason("max_tokens"))
+    with pytest.raises(DistilError, match="cut at its token limit"):
+        distil.propose(store, conversation["chat"].id, anthropic_provider(anth), never_send=(),
+                       searcher=conversation["chat"].searcher)
+
+
+def test_a_long_chat_is_bounded_and_says_what_was_left_out(store, conversation, anth, monkeypatch):
+    c = conversation
+    monkeypatch.setattr(distil, "MAX_TRANSCRIPT_CHARS", 200)
+    reply = json.dumps({"proposals": [
+        {"kind": "addition", "title": "From the start", "source": "x", "source_message_id": c["users"][0]}]})
+    result = run_propose(store, c, anth, reply)
+    sent = anth.last.body["messages"][-1]["content"][0]["text"]
+    assert "My compost ratio" not in sent and "Understood: no pizza oven" in sent
+    assert any("oldest messages" in w and "were left out" in w and "200 characters" in w for w in result.warnings)
+    assert any(f"message {c['users'][0]} was not part of the conversation sent" in w for w in result.warnings)
+    assert result.proposals == []
+
+
+def test_an_update_to_a_truncated_node_text_is_dropped(store, conversation, anth, monkeypatch):
+    c = conversation
+    monkeypatch.setattr(distil, "MAX_NODE_TEXT_CHARS", 10)
+    reply = json.dumps({"proposals": [
+        {"kind": "update", "node_id": c["compost"], "source": "short", "source_message_id": c["users"][0]},
+        {"kind": "update", "node_id": c["oven"], "title": "Smoker plan", "source_message_id": c["users"][1]}]})
+    result = run_propose(store, c, anth, reply)
+    assert [(p.node_id, p.changes) for p in result.proposals] == [(c["oven"], {"title": "Smoker plan"})]
+    assert any("too long to send whole" in w for w in result.warnings)
+    assert "do not propose a new source for this node" in anth.last.body["messages"][-1]["content"][0]["text"]
+
+
+# -- apply -----------------------------------------------------------------------------------------
+def test_apply_writes_only_the_accepted_proposals_with_provenance(store, conversation, anth):
+    c = conversation
+    result = run_propose(store, c, anth, scripted_reply(c))
+    add, upd, ret = result.proposals
+    count = node_count(store)
+    compost_before = store.get_node(c["compost"])
+    applied = distil.apply(store, c["chat"].id, [add, ret])  # the update is rejected
+    assert node_count(store) == count + 1  # one addition; the retirement deleted nothing
+    assert applied.updated == [] and applied.retired == [c["oven"]] and len(applied.created) == 1
+    new = store.get_node(applied.created[0])
+    assert new["title"] == "Cold smoker" and new["source"] == "A cold smoker made from an old filing cabinet."
+    assert new["description"] == "Built from an old filing cabinet" and new["dimensions"] == ["projects", "food"]
+    assert new["metadata"]["provenance"] == {"chat_id": c["chat"].id, "message_id": c["users"][1], "via": "distil"}
+    assert new["chunk_status"] == "pending"  # the indexer embeds it like any other note
+    assert store.get_node(c["compost"]) == compost_before  # rejected: untouched
+    oven = store.get_node(c["oven"])
+    assert oven["source"] == "Build a brick pizza oven in the back garden this summer."  # kept, findable
+    assert oven["dimensions"] == ["projects", "retired"]
+    retired = oven["metadata"]["retired"]
+    assert retired["reason"] == "Dropped in favour of the cold smoker." and retired["via"] == "distil"
+    assert (retired["chat_id"], retired["message_id"]) == (c["chat"].id, c["users"][1]) and retired["at"]
+    assert [n["id"] for n in store.nodes_by_dimension("retired")] == [c["oven"]]
+
+
+def test_an_accepted_update_changes_the_node_and_logs_where_it_came_from(store, conversation, anth):
+    c = conversation
+    upd = run_propose(store, c, anth, scripted_reply(c)).proposals[1]
+    applied = distil.apply(store, c["chat"].id, [upd])
+    assert applied.updated == [c["compost"]] and applied.created == [] and applied.retired == []
+    node = store.get_node(c["compost"])
+    assert node["source"] == "Mix three parts browns to one part greens." and node["title"] == "Compost ratio"
+    assert node["dimensions"] == ["garden"] and node["chunk_status"] == "pending"
+    (entry,) = node["metadata"]["provenance_log"]
+    assert entry["kind"] == "update" and entry["via"] == "distil" and entry["fields"] == ["source"]
+    assert (entry["chat_id"], entry["message_id"]) == (c["chat"].id, c["users"][0])
+    assert entry["previous"] == {"source": "Mix two parts browns to one part greens."}
+
+
+def test_a_stale_update_is_refused_and_nothing_is_written(store, conversation, anth):
+    c = conversation
+    add, upd, ret = run_propose(store, c, anth, scripted_reply(c)).proposals
+    store.update_node(c["compost"], source="Edited by hand meanwhile.")
+    before = snapshot_nodes(store)
+    with pytest.raises(StaleProposal) as e:
+        distil.apply(store, c["chat"].id, [add, upd, ret])
+    assert f"Node {c['compost']} ('Compost ratio') changed after the update was proposed" in str(e.value)
+    assert "nothing was written" in str(e.value)
+    assert snapshot_nodes(store) == before  # not the addition, not the retirement either
+    assert store.get_node(c["compost"])["source"] == "Edited by hand meanwhile."
+
+
+def test_a_target_deleted_meanwhile_refuses_the_whole_apply(store, conversation, anth):
+    c = conversation
+    add, upd, ret = run_propose(store, c, anth, scripted_reply(c)).proposals
+    store.delete_node(c["oven"])
+    count = node_count(store)
+    with pytest.raises(NotFound, match=f"Node {c['oven']} no longer exists; nothing was written."):
+        distil.apply(store, c["chat"].id, [add, upd, ret])
+    assert node_count(store) == count
+    assert store.get_node(c["compost"])["source"] == "Mix two parts browns to one part greens."
+
+
+def test_a_failure_midway_rolls_back_every_change(store, conversation, anth):
+    c = conversation
+    add, upd, ret = run_propose(store, c, anth, scripted_reply(c)).proposals
+    bad = Proposal("addition", add.source_message_id, title="Bad", source="nul \x00 byte")
+    before = snapshot_nodes(store)
+    with pytest.raises(InvalidInput, match="NUL byte"):
+        distil.apply(store, c["chat"].id, [add, upd, ret, bad])
+    assert snapshot_nodes(store) == before
+
+
+def test_apply_refuses_a_message_from_another_chat(store, conversation, anth):
+    c = conversation
+    add = run_propose(store, c, anth, scripted_reply(c)).proposals[0]
+    other = new_chat(store, anthropic_provider(anth), c["chat"].searcher)
+    with pytest.raises(InvalidInput, match=f"Message {add.source_message_id} is not in chat {other.id}"):
+        distil.apply(store, other.id, [add])
+
+
+def test_editing_a_proposal_remakes_the_diff_and_unretire_restores(store, conversation, anth):
+    c = conversation
+    add, upd, ret = run_propose(store, c, anth, scripted_reply(c)).proposals
+    upd2 = upd.edited(text="Mix four parts browns to one part greens.")
+    assert "+Mix four parts browns to one part greens." in upd2.diff.splitlines() and upd.diff != upd2.diff
+    with pytest.raises(InvalidInput, match="leaves the node as it is"):
+        upd.edited(text="Mix two parts browns to one part greens.")
+    add2 = add.edited(title="Filing-cabinet smoker", text="Edited text.")
+    with pytest.raises(InvalidInput, match="title must not be empty"):
+        add.edited(title="  ")
+    with pytest.raises(InvalidInput, match="no text to edit"):
+        ret.edited(text="x")
+    applied = distil.apply(store, c["chat"].id, [add2, upd2, ret])
+    assert store.get_node(applied.created[0])["title"] == "Filing-cabinet smoker"
+    assert store.get_node(c["compost"])["source"] == "Mix four parts browns to one part greens."
+    node = distil.unretire(store, c["oven"])
+    assert node["dimensions"] == ["projects"] and "retired" not in node["metadata"]
+    assert [e["kind"] for e in node["metadata"]["provenance_log"]] == ["retirement", "unretired"]
+    with pytest.raises(InvalidInput, match="is not retired"):
+        distil.unretire(store, c["oven"])
+
+
+def test_an_already_retired_node_cannot_be_retired_again(store, conversation, anth):
+    c = conversation
+    ret = run_propose(store, c, anth, scripted_reply(c)).proposals[2]
+    distil.apply(store, c["chat"].id, [ret])
+    result = run_propose(store, c, anth, scripted_reply(c))
+    assert [p.kind for p in result.proposals] == ["addition", "update"]
+    assert any(f"node {c['oven']} is already retired" in w for w in result.warnings)
+
+
+# -- privacy ---------------------------------------------------------------------------------------
+def test_never_send_nodes_are_not_sent_and_cannot_be_targets(store, searcher, anth, indexer):
+    secret = store.add_node("Diary of Zanzibar", "The secret figure is 91731.", dimensions=["private"])
+    public = store.add_node("Trip planning", "Trip budget planning for the summer.", dimensions=["travel"])
+    indexer.run()
+    cfg = config()
+    cfg.never_send = ["private"]
+    remote = anthropic_provider(anth, remote=True)
+    chat = new_chat(store, remote, searcher, cfg=cfg)
+    anth.script.add(tool_call("getNodesById", {"ids": [secret["id"], public["id"]]}))
+    anth.script.add(text("The trip budget is being planned."))
+    send(chat, "What do my notes say about the trip budget and the secret figure?")
+    user_id = chat.messages()[0]["id"]
+    reply = json.dumps({"proposals": [
+        {"kind": "retirement", "node_id": secret["id"], "reason": "x", "source_message_id": user_id},
+        {"kind": "update", "node_id": public["id"], "title": "Trip budget", "source_message_id": user_id}]})
+    anth.script.add(text(reply))
+    result = distil.propose(store, chat.id, remote, never_send=cfg.never_send, searcher=searcher)
+    sent = anth.last.body["messages"][-1]["content"][0]["text"]
+    assert "91731" not in sent and "Zanzibar" not in sent and f'<node id="{secret["id"]}"' not in sent
+    assert f'<node id="{public["id"]}"' in sent
+    assert [(p.kind, p.node_id) for p in result.proposals] == [("update", public["id"])]
+    assert any(f"node {secret['id']} was not among the notes sent" in w for w in result.warnings)
+    assert any("1 private note was not sent (privacy.never_send)" in w for w in result.warnings)
+    assert secret["id"] not in result.sent_node_ids
+
+
+def test_replies_written_after_seeing_a_private_note_stay_local(store, searcher, anth, indexer):
+    """A chat held with a local model saw a private note; distilling it remotely leaves those replies out."""
+    secret = store.add_node("Diary of Zanzibar", "The secret figure is 91731.", dimensions=["private"])
+    indexer.run()
+    cfg = config()
+    cfg.never_send = ["private"]
+    local = anthropic_provider(anth)  # loopback: local, so never_send does not apply to the chat itself
+    chat = new_chat(store, local, searcher, cfg=cfg)
+    anth.script.add(tool_call("getNodesById", {"ids": [secret["id"]]}))
+    anth.script.add(text("Your secret figure is 91731."))
+    send(chat, "What is the secret figure in my Zanzibar diary?")
+    anth.script.add(text("A smoker sounds fun."))
+    send(chat, "Let's build a smoker.")
+    anth.script.add(text('{"proposals": []}'))
+    result = distil.propose(store, chat.id, anthropic_provider(anth, remote=True), never_send=cfg.never_send,
+                            searcher=searcher)
+    sent = anth.last.body["messages"][-1]["content"][0]["text"]
+    assert "91731" not in sent and "Zanzibar diary?" in sent  # the user's own words are kept
+    assert "A smoker sounds fun." in sent
+    assert any("2 assistant messages were left out" in w and "private notes" in w for w in result.warnings)
+    # the same chat distilled with the local model sends everything
+    anth.script.add(text('{"proposals": []}'))
+    distil.propose(store, chat.id, anthropic_provider(anth), never_send=cfg.never_send, searcher=searcher)
+    assert "91731" in anth.last.body["messages"][-1]["content"][0]["text"]
+
+
+# -- pending proposals -----------------------------------------------------------------------------
+def test_pending_proposals_round_trip(store, conversation, anth):
+    c = conversation
+    result = run_propose(store, c, anth, scripted_reply(c))
+    distil.save_pending(store, result)
+    again = distil.load_pending(store, c["chat"].id)
+    assert again.proposals == result.proposals and again.chat_id == c["chat"].id
+    distil.clear_pending(store, c["chat"].id)
+    assert distil.load_pending(store, c["chat"].id) is None
