@@ -394,3 +394,125 @@ def test_pending_proposals_round_trip(store, conversation, anth):
     assert again.proposals == result.proposals and again.chat_id == c["chat"].id
     distil.clear_pending(store, c["chat"].id)
     assert distil.load_pending(store, c["chat"].id) is None
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+@pytest.fixture
+def cli_env(monkeypatch, anth, embedder):
+    import core.embedder
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)  # the CLI's searcher: the session's embedder
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
+
+
+class _Stdin:
+    """Standard input that is (or is not) a terminal, with the lines a person would type."""
+
+    def __init__(self, text: str, tty: bool):
+        import io
+
+        self._io = io.StringIO(text)
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    def readline(self, *a):
+        return self._io.readline(*a)
+
+    def read(self, *a):
+        return self._io.read(*a)
+
+
+def cairn(capsys, db_path, *args) -> tuple[int, str, str]:
+    from tui.cli import main
+
+    rc = main(["distil", *map(str, args), "--db", str(db_path)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_prints_numbered_proposals_and_applies_the_accepted_ones(store, conversation, anth, cli_env, capsys,
+                                                                     db_path, monkeypatch):
+    c = conversation
+    chat_id = c["chat"].id
+    anth.script.add(text(scripted_reply(c, extra=bad_items(c)[:1])))
+    rc, out, err = cairn(capsys, db_path, chat_id, "--provider", "anthropic")
+    assert rc == 0, err
+    assert "  1. + Cold smoker  #projects #food" in out
+    assert f"  2. ~ node {c['compost']} Compost ratio — the ratio changed" in out
+    assert "     -Mix two parts browns to one part greens." in out
+    assert "     +Mix three parts browns to one part greens." in out
+    assert f"  3. × node {c['oven']} Pizza oven plan" in out and "superseded: Dropped in favour" in out
+    assert f"from message {c['users'][1]}: “We dropped the pizza oven." in out
+    assert "warning: Proposal 4 (update) was dropped: node 9999" in out
+    assert f"cairn distil {chat_id} --accept 1,3" in out
+    count = node_count(store)
+
+    # not at a terminal, without --yes: refused, nothing written
+    monkeypatch.setattr("sys.stdin", _Stdin("", tty=False))
+    rc, out, err = cairn(capsys, db_path, chat_id, "--accept", "1,3")
+    assert rc == 1 and "Pass --yes to confirm when not at a terminal" in err
+    assert node_count(store) == count and "retired" not in store.get_node(c["oven"])["dimensions"]
+    # at a terminal, answering no: nothing written
+    monkeypatch.setattr("sys.stdin", _Stdin("n\n", tty=True))
+    rc, out, err = cairn(capsys, db_path, chat_id, "--accept", "1,3")
+    assert rc == 1 and "Cancelled; nothing was changed." in err and node_count(store) == count
+    # bad numbers
+    for bad, expect in (("9", "There is no proposal 9: the last distil of chat"), ("1,x", "'x' is not one"),
+                        ("0", "'0' is not one")):
+        rc, out, err = cairn(capsys, db_path, chat_id, "--accept", bad, "--yes")
+        assert rc == 1 and expect in err, err
+    assert len(anth.requests) == 4  # 3 for the chat, 1 to distil: --accept never asks the model again
+
+    rc, out, err = cairn(capsys, db_path, chat_id, "--accept", "1,3", "--yes", "--json")
+    assert rc == 0, err
+    applied = json.loads(out)["applied"]
+    assert len(applied["created"]) == 1 and applied["updated"] == [] and applied["retired"] == [c["oven"]]
+    assert node_count(store) == count + 1
+    assert store.get_node(c["compost"])["source"] == "Mix two parts browns to one part greens."
+    assert store.get_node(applied["created"][0])["metadata"]["provenance"]["message_id"] == c["users"][1]
+    rc, out, err = cairn(capsys, db_path, chat_id, "--accept", "2", "--yes")
+    assert rc == 1 and f"No proposals are waiting for chat {chat_id}" in err
+
+
+def test_cli_json_and_a_terminal_yes(store, conversation, anth, cli_env, capsys, db_path, monkeypatch):
+    c = conversation
+    anth.script.add(text(scripted_reply(c)))
+    rc, out, err = cairn(capsys, db_path, c["chat"].id, "--provider", "anthropic", "--json")
+    assert rc == 0, err
+    data = json.loads(out)
+    assert [(p["n"], p["kind"]) for p in data["proposals"]] == [(1, "addition"), (2, "update"), (3, "retirement")]
+    assert data["proposals"][1]["diff"].startswith(f"--- node {c['compost']} source (now)")
+    assert "source" not in data["proposals"][2] and data["warnings"] == []
+    monkeypatch.setattr("sys.stdin", _Stdin("y\n", tty=True))
+    rc, out, err = cairn(capsys, db_path, c["chat"].id, "--accept", "2")
+    assert rc == 0, err
+    assert "Apply 1 proposal to your notes? [y/N]" in out and "Applied: 1 updated." in out
+    assert store.get_node(c["compost"])["source"] == "Mix three parts browns to one part greens."
+
+
+def test_cli_offline_says_a_provider_is_needed(store, conversation, capsys, db_path):
+    rc, out, err = cairn(capsys, db_path, conversation["chat"].id, "--provider", "offline")
+    assert rc == 1 and "Distilling a chat needs a model provider" in err and "--provider" in err
+
+
+def test_cli_distil_as_a_real_process(store, conversation, anth, cairn_cmd, tmp_path):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if "PROXY" not in k.upper()}
+    env.update(ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=anth.base_url, CAIRN_HOME=str(tmp_path / "home"),
+               HOME=str(tmp_path))
+    anth.script.add(text(scripted_reply(conversation)))
+    base = [*cairn_cmd, "distil", str(conversation["chat"].id), "--db", str(store.path)]
+    proc = subprocess.run([*base, "--provider", "anthropic"], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Additions (new nodes)" in proc.stdout and "Retirements (marked retired, not deleted)" in proc.stdout
+    proc = subprocess.run([*base, "--accept", "3", "--yes"], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=120, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "Applied: 1 retired." in proc.stdout
+    assert "retired" in store.get_node(conversation["oven"])["dimensions"]

@@ -1026,12 +1026,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", metavar="PATH")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
 
+    def provider_options(p):
+        p.add_argument("--provider", choices=["offline", "anthropic", "openai"])
+        p.add_argument("--model")
+
     def chat_options(p):
         p.add_argument("--focus", metavar="ID,ID", help="node ids open in the Focus panel")
         p.add_argument("--primary", type=int, metavar="ID", help="the active tab (default: the first --focus id)")
         p.add_argument("--agent", choices=["orchestrator", "easy", "worker", "planner"])
-        p.add_argument("--provider", choices=["offline", "anthropic", "openai"])
-        p.add_argument("--model")
+        provider_options(p)
         p.add_argument("--chat", type=int, metavar="ID", help="continue this chat")
 
     p = verb("context", cmd_context, "show the exact request the next message would send", read=True)
@@ -1047,6 +1050,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("value", nargs="?")
     p = verb("chats", cmd_chats, "list conversations", read=True)
     p.add_argument("--limit", "-n", type=int, default=30)
+    from tui.cli_distil import cmd_distil
+
+    p = verb("distil", cmd_distil, "propose notes from a chat (additions, updates, retirements); --accept applies",
+             read=True)
+    p.add_argument("chat_id", type=_id, metavar="CHAT_ID")
+    provider_options(p)
+    p.add_argument("--accept", metavar="N,N", help="apply these proposals of the last `cairn distil CHAT_ID`")
+    p.add_argument("--yes", "-y", action="store_true", help="apply without asking")
     p = verb("mcp", cmd_mcp, "run the MCP server on stdin/stdout (for Claude Desktop, Claude Code ...)")
     p.add_argument("--print-config", action="store_true",
                    help="print the JSON that registers this server with an MCP client, and exit")
