@@ -8,13 +8,12 @@ the record), so the next turn's prefix is byte-identical to the last one's. Each
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import agents, clock
+from core import agents, citations, clock
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
@@ -31,7 +30,6 @@ SUMMARY_PROMPT = (
     "## Decisions\n## Open questions\n## Current task\n## Facts and sources (keep [NODE:id] references)\n"
     "Be complete about decisions and open questions; be brief elsewhere."
 )
-_NODE_CITE = re.compile(r"\[NODE:(\d+)")
 
 
 @dataclass
@@ -42,6 +40,7 @@ class Reply:
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     citations: dict = field(default_factory=dict)
+    citation_check: "citations.CitationCheck | None" = None  # see core/citations.py (chat.check_citations)
     created_nodes: list[int] = field(default_factory=list)
     tool_calls: int = 0
     requests: int = 0
@@ -154,7 +153,7 @@ class Chat:
                         "status": row["status"],
                         "error": (json.loads(row["sent"]) or {}).get("error") if row["role"] == "assistant" and row["sent"] else None,
                         "usage": json.loads(row["usage"]) if row["usage"] else None,
-                        "citations": json.loads(row["citations"]) if row["citations"] else None,
+                        **_citations_and_check(row["citations"]),
                         "created_at": row["created_at"]})
         return out
 
@@ -262,13 +261,55 @@ class Chat:
         reply.text = "\n\n".join(t for t in text_parts if t.strip())
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
-        cited = sorted({int(m) for m in _NODE_CITE.findall(reply.text)})
-        reply.citations = {"passages": passages, "nodes": cited}
+        reply.citations = {"passages": passages, "nodes": citations.cited_node_ids(reply.text)}
+        reply.citation_check = self._check_citations(reply, request, loop, ctx)
         final = step_text
+        stored = dict(reply.citations, check=reply.citation_check.as_dict()) if reply.citation_check else reply.citations
         reply.message_id = self._insert("assistant", [_text_block(final)] if final else [_text_block("")],
-                                        usage=reply.usage.as_dict(), citations=reply.citations, status=reply.status,
+                                        usage=reply.usage.as_dict(), citations=stored, status=reply.status,
                                         sent={"error": reply.error} if reply.error else None)
+        if reply.citation_check and self.config.chat.check_citations == "model":
+            self._judge_citations(reply, request, user_id, cancel)  # after the reply is stored and complete
         self._remember(message, reply)
+
+    # -- citation check (core/citations.py) -----------------------------------------------------------
+    def _check_citations(self, reply: Reply, request: ContextRequest, loop: list[dict],
+                         ctx: ToolContext) -> "citations.CitationCheck | None":
+        """Each [N] / [NODE:id] of the reply against the context sent for this turn (chat.check_citations)."""
+        if self.config.chat.check_citations == "off":
+            return None
+        sent = citations.sent_node_ids(request.snapshot.node_ids, request.suffix.node_ids,
+                                       [*ctx.touched, *ctx.created],
+                                       [*request.history, {"role": "user", "content": [_text_block(request.user_text)]},
+                                        *loop])
+        return citations.check(reply.text, reply.citations["passages"], sent,
+                               existing=lambda ids: {n["id"] for n in self.store.get_nodes(ids)})
+
+    def _judge_citations(self, reply: Reply, request: ContextRequest, user_id: int,
+                         cancel: threading.Event | None) -> None:
+        """The optional model check: one request asking whether each cited text supports its sentence,
+        with the passages exactly as sent; the verdicts (or why the check failed) are stored with the reply."""
+        result = reply.citation_check
+        result.mode = "model"
+        if reply.status != "complete":
+            result.note = "citations not judged by the model: the reply is incomplete"
+        elif self.provider.name == "offline":
+            result.note = "citations not judged by a model: the offline provider quotes the passages themselves"
+        else:
+            texts = {f"[{p.n}]": f"{p.title}\n{p.text}" for p in request.suffix.passages}
+            wanted = {i["ref"] for i in result.items if i["kind"] == "node" and i["status"] == "ok"}
+            for node in self.store.get_nodes(sorted(wanted)):
+                if self.engine.visible(node):
+                    body = "\n".join(x for x in (node["title"], node["description"], node["source"]) if x)
+                    texts[f"[NODE:{node['id']}]"] = body[:citations.JUDGE_SOURCE_CHARS]
+            if any(i["status"] == "ok" for i in result.items):
+                _, covered = citations.judge_request(result.items, texts)
+                if covered:  # the judge request sends these nodes' text
+                    self._log_sent(user_id, [result.items[i]["node_id"] for i in covered])
+                citations.judge(result, texts, self.provider, self.chat_key, cancel)
+        stored = dict(reply.citations, check=result.as_dict())
+        with self.store.db.transaction() as conn:
+            conn.execute("UPDATE messages SET citations = ? WHERE id = ?", (json.dumps(stored), reply.message_id))
 
     def _insert(self, role: str, content: list[dict], *, sent: dict | None = None, usage: dict | None = None,
                 citations: dict | None = None, status: str = "complete") -> int:
@@ -367,6 +408,13 @@ class Chat:
             self.metadata["summary_upto"] = old[-1]["id"]
             self.metadata.pop("summary_error", None)
             self._save_metadata()
+
+
+def _citations_and_check(raw: str | None) -> dict:
+    """A stored reply's citations (`[N]` map and cited nodes) and, apart, its citation check."""
+    stored = json.loads(raw) if raw else None
+    check = stored.pop("check", None) if isinstance(stored, dict) else None
+    return {"citations": stored, "citation_check": check}
 
 
 def list_chats(store: Store, limit: int = 50) -> list[dict]:

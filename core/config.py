@@ -30,6 +30,7 @@ agent = "orchestrator"   # orchestrator | easy | worker | planner
 background_context = true  # the top-10 hubs in the cached prefix (orchestrators only)
 cache_ttl = "5m"         # "5m" or "1h" for the system part (Anthropic)
 timeout = 120            # seconds a provider may stay silent (before or during a reply) before Cairn gives up
+check_citations = "sent" # off | sent (flag [N]/[NODE:id] not in the context sent) | model (also ask the model)
 
 [privacy]
 never_send = []          # dimensions whose nodes never leave the machine, e.g. ["private"]
@@ -49,6 +50,7 @@ watch = ""               # a folder of markdown notes the app keeps in sync whil
 
 
 ANIMATION_LEVELS = ("none", "basic", "full")
+CITATION_CHECKS = ("off", "sent", "model")
 
 
 class ConfigError(CairnError):
@@ -64,6 +66,7 @@ class ChatSettings:
     background_context: bool = True
     cache_ttl: str = "5m"
     timeout: float = 120.0  # seconds without a byte from the provider; a stalled reply ends, partial kept
+    check_citations: str = "sent"  # off | sent | model (see core/citations.py)
 
 
 @dataclass
@@ -149,6 +152,9 @@ def load(path: Path | None = None) -> Config:
         raise ConfigError(f"{where}: `chat.timeout` must be between 1 and 3600 seconds.")
     if cfg.chat.cache_ttl not in ("5m", "1h"):
         raise ConfigError(f"{where}: `chat.cache_ttl` must be \"5m\" or \"1h\".")
+    if cfg.chat.check_citations not in CITATION_CHECKS:
+        raise ConfigError(f"{where}: `chat.check_citations` is {cfg.chat.check_citations!r}; use one of "
+                          f"{', '.join(CITATION_CHECKS)}.")
     privacy = _expect(where, "privacy", data.get("privacy", {}), dict)
     never = _expect(where, "privacy.never_send", privacy.get("never_send", []), list)
     cfg.never_send = [_expect(where, "privacy.never_send[]", d, str) for d in never]

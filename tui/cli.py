@@ -825,11 +825,16 @@ def cmd_ask(args, out: Out) -> int:
     if out.as_json:
         out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
                   "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
+                  "citation_check": reply.citation_check.as_dict() if reply.citation_check else None,
                   "created_nodes": reply.created_nodes})
     else:
         print()
         if reply.status != "complete":
             out.text(f"[incomplete reply{': ' + reply.error if reply.error else ''}]", style="yellow")
+        if reply.citation_check and reply.citation_check.lines():
+            print()  # the citation check's problems, after a blank line (the reply text is as streamed)
+            for line in reply.citation_check.lines():
+                out.text(line, style="yellow")
         if passages:
             out.text("Sources:", style="bold")
             for n, node_id in passages.items():

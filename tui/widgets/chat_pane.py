@@ -27,6 +27,7 @@ from textual.timer import Timer
 from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from core.citations import CitationCheck, groups as citation_groups
 from core.errors import NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
@@ -39,8 +40,6 @@ STOP_GRACE_S = 0.25
 MAX_SHOWN_MESSAGES = 80  # a resumed chat shows its latest messages (the rest stay in the database)
 NODE_HREF = "cairn:node/"
 
-_PASSAGE_REF = re.compile(r"(?<![\\\[])\[(\d{1,3})\](?![(\[])")
-_NODE_REF = re.compile(r'\[NODE:(\d+)(?::"((?:[^"\\]|\\.)*)")?\]')
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 
 
@@ -50,24 +49,44 @@ def usage_line(usage: dict | None) -> str:
             f" · out {u.get('output', 0):,}")
 
 
-def linkify(text: str, passages: dict[str, int]) -> str:
-    """Turn `[N]` (a retrieved passage) and `[NODE:id:"title"]` into links the pane opens as nodes."""
+def linkify(text: str, passages: dict[str, int], broken: set[str] | frozenset = frozenset()) -> str:
+    """Turn `[N]` (a retrieved passage) and `[NODE:id:"title"]` into links the pane opens as nodes
+    (core.citations finds them; not inside code). Citations in `broken` (labels such as "[7]" or
+    "[NODE:42]", found dangling by the citation check) stay plain text, never links."""
+    def escaped(title: str) -> str:
+        return _MD_SPECIAL.sub(r"\\\1", title)
 
-    def passage(m: re.Match) -> str:
-        node_id = passages.get(m.group(1))
-        return f"[\\[{m.group(1)}\\]]({NODE_HREF}{node_id})" if node_id is not None else m.group(0)
+    def passage(c) -> str | None:
+        node_id = passages.get(str(c.ref))
+        return None if node_id is None or c.label in broken else f"{NODE_HREF}{node_id}"
 
-    def node(m: re.Match) -> str:
-        title = f"node {m.group(1)}"
-        if m.group(2) is not None:
-            try:
-                title = json.loads(f'"{m.group(2)}"') or title
-            except ValueError:
-                title = m.group(2)
-        escaped = _MD_SPECIAL.sub(r"\\\1", title)
-        return f"[{escaped}]({NODE_HREF}{m.group(1)})"
+    out, pos = [], 0
+    for start, end, cites in citation_groups(text):
+        out.append(text[pos:start])
+        pos = end
+        first = cites[0]
+        if first.kind == "node":
+            if first.label in broken:
+                out.append(escaped(text[start:end]))
+            else:
+                out.append(f"[{escaped(first.title or f'node {first.ref}')}]({NODE_HREF}{first.ref})")
+        elif len(cites) == 1:
+            href = passage(first)
+            out.append(f"[\\[{first.ref}\\]]({href})" if href else text[start:end])
+        else:  # [1, 2]: each number its own link
+            out.append("\\[" + ", ".join(f"[{c.ref}]({passage(c)})" if passage(c) else str(c.ref)
+                                          for c in cites) + "\\]")
+    out.append(text[pos:])
+    return "".join(out)
 
-    return _NODE_REF.sub(node, _PASSAGE_REF.sub(passage, text))
+
+def check_lines(check: dict | None) -> list[str]:
+    """The citation check's problem lines (core.citations), shown under a reply."""
+    return CitationCheck.from_dict(check).lines() if check else []
+
+
+def broken_citations(check: dict | None) -> set[str]:
+    return {i["citation"] for i in (check or {}).get("items", []) if i.get("status") == "dangling"}
 
 
 # -- messages from the worker thread (private to the pane) ---------------------------------------------
@@ -105,6 +124,7 @@ class _TurnDone(Message, bubble=False):
     sources: list = field(default_factory=list)  # [(label, node_id | None)]
     passages: dict = field(default_factory=dict)
     created: list = field(default_factory=list)
+    check: dict | None = None  # the citation check (core.citations), if one ran
 
 
 @dataclass
@@ -375,8 +395,9 @@ class ChatPane(Vertical):
                 reply = chat.last_reply
                 passages = dict(reply.citations.get("passages", {}))
                 sources = _sources(store, reply.citations, reply.created_nodes)
+                check = reply.citation_check.as_dict() if reply.citation_check else None
                 self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
-                                            sources, passages, list(reply.created_nodes)))
+                                            sources, passages, list(reply.created_nodes), check))
         except ProviderError as exc:
             self.post_message(_TurnFailed(turn, str(exc), stored))
         except Exception as exc:  # shown inline; the app never crashes on a failed reply
@@ -463,10 +484,12 @@ class ChatPane(Vertical):
             if not shown.strip():
                 md.display = False
             elif message.passages or "[NODE:" in shown:
-                await md.update(linkify(shown, message.passages))
+                await md.update(linkify(shown, message.passages, broken_citations(message.check)))
         log = self.query_one(ChatLog)
         if message.error:
             log.mount(Static(Text(printable("⚠ " + message.error)), classes="chat-error"))
+        if check_lines(message.check):
+            log.mount(Static(Text(printable("\n".join(check_lines(message.check)))), classes="citation-check"))
         status = message.status
         if status == "incomplete" and not message.error:
             status = "incomplete (stopped)"
@@ -688,7 +711,8 @@ class ChatPane(Vertical):
                         total[key] += int((m["usage"] or {}).get(key, 0) or 0)
                 for m in messages[hidden:]:
                     item = {"role": m["role"], "text": m["text"], "status": m["status"], "error": m["error"],
-                            "usage": m["usage"], "tools": [], "sources": [], "passages": {}}
+                            "usage": m["usage"], "tools": [], "sources": [], "passages": {},
+                            "check": m.get("citation_check")}
                     for block in m["content"]:
                         if block.get("type") == "tool_use":
                             args = json.dumps(block.get("input"), ensure_ascii=False)[:120]
@@ -719,10 +743,13 @@ class ChatPane(Vertical):
                 widgets.append(Static(Text(printable("\n".join(item["tools"]))), classes="reply-activity"))
             if item["text"].strip():
                 text = printable(item["text"])
-                widgets.append(Markdown(linkify(text, item["passages"]), classes="reply", open_links=False))
+                widgets.append(Markdown(linkify(text, item["passages"], broken_citations(item["check"])),
+                                        classes="reply", open_links=False))
                 last_text = text
             if item["error"]:
                 widgets.append(Static(Text(printable("⚠ " + item["error"])), classes="chat-error"))
+            if check_lines(item["check"]):
+                widgets.append(Static(Text(printable("\n".join(check_lines(item["check"])))), classes="citation-check"))
             if item["usage"] is not None:
                 status = item["status"]
                 widgets.append(Static(Text(f"{usage_line(item['usage'])} · {status}"),
