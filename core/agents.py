@@ -13,7 +13,8 @@ from core.errors import InvalidInput
 
 READ_TOOLS = ("queryNodes", "getNodesById", "searchContent", "queryEdges", "sqliteQuery")
 WRITE_TOOLS = ("createNode", "updateNode", "createEdge", "updateEdge")
-ALL_TOOLS = READ_TOOLS + WRITE_TOOLS + ("delegate",)
+# activateSkill last: the tool order is part of the cached prefix, so new tools are appended.
+ALL_TOOLS = READ_TOOLS + WRITE_TOOLS + ("delegate", "activateSkill")
 
 
 @dataclass(frozen=True)

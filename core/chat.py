@@ -127,8 +127,11 @@ class Chat:
         upto = self.metadata.get("summary_upto", 0)
         out = list(self._inherited)
         if self.metadata.get("summary"):
-            out += [{"role": "user", "content": [_text_block("[Summary of the earlier conversation]\n"
-                                                             + self.metadata["summary"])]},
+            summary = [_text_block("[Summary of the earlier conversation]\n" + self.metadata["summary"])]
+            if self.metadata.get("skills_block"):
+                # Skills whose activation the summary replaced, rendered once at summary time (byte-stable).
+                summary.append(_text_block(self.metadata["skills_block"]))
+            out += [{"role": "user", "content": summary},
                     {"role": "assistant", "content": [_text_block("Understood; continuing from that summary.")]}]
         for row in self._rows():
             if row["id"] > upto:
@@ -191,7 +194,7 @@ class Chat:
         reply = Reply()
         self.last_reply = reply
         ctx = ToolContext(self.store, self.searcher, never_send=set(self.engine.never_send),
-                          confirm=self.confirm, delegate=self._delegate)
+                          confirm=self.confirm, delegate=self._delegate, activate_skill=self._activate_skill)
         runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
         user_id = self._insert("user", [_text_block(message)],
                                sent={"suffix": request.suffix.text,
@@ -368,6 +371,51 @@ class Chat:
             raise ToolError(f"The {target.name} agent failed: {result.error}")
         return result.text
 
+    # -- skills --------------------------------------------------------------------------------------
+    def _activate_skill(self, name: str) -> str:
+        """activateSkill: the skill's text (bounded) as the tool result, recorded in the chat's metadata
+        (`active_skills`: names, oldest activation first; `skill_texts`: the text sent and the last
+        message id before it) so a rolling summary can re-attach it."""
+        from core import skills
+
+        catalog = skills.load(self.engine.skills_dir)
+        name = name.strip()
+        skill = catalog.skills.get(name)
+        if skill is None:
+            raise ToolError(f"There is no skill {name!r}; the skills are: {', '.join(catalog.names) or '(none)'}.")
+        active = list(self.metadata.get("active_skills", []))
+        if name in active and self._skill_in_view(name):
+            return (f"The {name} skill is already active: its instructions are earlier in this conversation. "
+                    "Keep following them.")
+        text = skills.activation_text(skill)
+        last = self.store.db.execute("SELECT MAX(id) FROM messages WHERE chat_id = ?", (self.id,)).fetchone()[0]
+        self.metadata["active_skills"] = [n for n in active if n != name] + [name]
+        self.metadata.setdefault("skill_texts", {})[name] = {"after_message": last or 0, "text": text}
+        self._save_metadata()
+        return text
+
+    def _skill_in_view(self, name: str) -> bool:
+        """Whether the model still sees the skill's text: its activation is after the summary, or the
+        summary re-attached it (a skill dropped from the re-attached block may be activated again)."""
+        state = self.metadata.get("skill_texts", {}).get(name)
+        if state is None:
+            return False
+        if state["after_message"] >= self.metadata.get("summary_upto", 0):
+            return True
+        return name in self.metadata.get("skills_reattached", [])
+
+    def _reattach_skills(self, upto: int) -> None:
+        """After a summary up to message `upto`: the block of active skills whose activation it replaced."""
+        from core import skills
+
+        state = self.metadata.get("skill_texts", {})
+        texts = [(n, state[n]["text"]) for n in self.metadata.get("active_skills", [])
+                 if n in state and state[n]["after_message"] < upto]
+        block, kept, dropped = skills.reattach_block(texts)
+        self.metadata["skills_block"] = block
+        self.metadata["skills_reattached"] = kept
+        self.metadata["skills_dropped"] = dropped
+
     # -- rolling summary -----------------------------------------------------------------------------
     def _maybe_summarise(self) -> None:
         history_rows = [r for r in self._rows() if r["id"] > self.metadata.get("summary_upto", 0)]
@@ -406,6 +454,7 @@ class Chat:
         if text.strip():
             self.metadata["summary"] = text.strip()
             self.metadata["summary_upto"] = old[-1]["id"]
+            self._reattach_skills(old[-1]["id"])
             self.metadata.pop("summary_error", None)
             self._save_metadata()
 

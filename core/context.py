@@ -98,6 +98,9 @@ class Snapshot:
     core_notes: str
     background: str
     node_ids: list[int]  # nodes whose content is in the system part (for sent_log)
+    # system 2: the skill catalog and workflow list (orchestrators). A default, so the snapshots of
+    # chats started before skills existed still load (they simply have no catalog).
+    skills: str = ""
 
     def as_json(self) -> str:
         return json.dumps(self.__dict__, ensure_ascii=False)
@@ -133,6 +136,8 @@ class ContextRequest:
     def blocks(self) -> list[Block]:
         out = [Block("tools", json.dumps(self.snapshot.tools, ensure_ascii=False), True),
                Block("system", self.snapshot.system, True)]
+        if self.snapshot.skills:
+            out.append(Block("skills", self.snapshot.skills, True))
         if self.snapshot.core_notes:
             out.append(Block("core_notes", self.snapshot.core_notes, True))
         if self.snapshot.background:
@@ -167,12 +172,13 @@ class ContextEngine:
     """Builds the prefix once per conversation and the suffix per message / Focus change."""
 
     def __init__(self, store: Store, searcher, agent: Agent, *, background_enabled: bool = True,
-                 never_send: set[str] | None = None):
+                 never_send: set[str] | None = None, skills_dir=None):
         self.store = store
         self.searcher = searcher
         self.agent = agent
         self.background_enabled = background_enabled
         self.never_send = {d.lower() for d in (never_send or set())}
+        self.skills_dir = skills_dir  # the user's skills folder (None: beside the config file)
         self._focus = Focus()
         self._focus_text = ""
         self._focus_ids: list[int] = []
@@ -201,7 +207,13 @@ class ContextEngine:
                 background = "## Background: the most-connected nodes\n" + "\n".join(
                     f"{node_ref(h)} (edges: {h['edge_count']})" for h in hubs)
                 ids += [h["id"] for h in hubs]
-        return Snapshot(tools_module.schemas(self.agent.tools), system, core_notes, background, ids)
+        catalog = ""
+        if self.agent.role == "orchestrator":
+            # Read once here: a skill added mid-chat appears in the next chat, not this one (cache).
+            from core import skills
+
+            catalog = skills.catalog_text(skills.load(self.skills_dir))
+        return Snapshot(tools_module.schemas(self.agent.tools), system, core_notes, background, ids, catalog)
 
     def _core_nodes(self) -> list[dict]:
         rows = self.store.db.execute(

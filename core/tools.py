@@ -91,6 +91,12 @@ SCHEMAS: dict[str, dict] = {
         "description": "Hand a self-contained task to another agent (worker or planner) and get its answer.",
         "input_schema": _obj({"agent": {"type": "string"}, "task": {"type": "string"}}, ["agent", "task"]),
     },
+    # Issue 8 calls it activate_skill(name); tool names are camelCase (DESIGN.md, "Records").
+    "activateSkill": {
+        "description": "Load a skill's full instructions (by its name in the Skills list) into the "
+                       "conversation, then follow them.",
+        "input_schema": _obj({"name": {"type": "string"}}, ["name"]),
+    },
 }
 
 
@@ -110,6 +116,7 @@ class ToolContext:
     never_send: set[str] = field(default_factory=set)  # dimensions hidden from a remote model
     confirm: Callable[[str, dict], bool] | None = None  # asks the user; None: refuse
     delegate: Callable[[str, str], str] | None = None
+    activate_skill: Callable[[str], str] | None = None  # the chat loads a skill and records it
     created: list[int] = field(default_factory=list)  # node ids created this turn (undoable)
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
     origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
@@ -229,6 +236,16 @@ class ToolRunner:
             raise ToolError("Delegation is not available here.")
         return {"answer": self.ctx.delegate(agent, task)}
 
+    def _activateSkill(self, name: str):
+        if self.ctx.activate_skill is None:
+            raise ToolError("Skills are not available here.")
+        if not isinstance(name, str):
+            raise ToolError("name must be a skill name (a string) from the Skills list.")
+        return self.ctx.activate_skill(name)
+
 
 def result_text(value: Any) -> str:
+    """A tool result as the model reads it: JSON, except text (a skill's markdown) goes as it is."""
+    if isinstance(value, str):
+        return value
     return json.dumps(value, ensure_ascii=False, default=str)

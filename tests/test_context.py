@@ -26,7 +26,7 @@ from core.errors import InvalidInput
 from core.providers.base import Turn
 from fakes import text
 
-PREFIX = ("tools", "system", "core_notes", "background", "history", "user")
+PREFIX = ("tools", "system", "skills", "core_notes", "background", "history", "user")
 SUFFIX = ("focus", "retrieved", "datetime")
 
 
@@ -76,7 +76,8 @@ def test_blocks_are_in_order_and_report_tokens_and_cached(store, searcher, graph
     req = ContextRequest(snap, history, message, eng.suffix(message, now=FIXED_NOW), SONNET)
     blocks = req.blocks()
     names = [b.name for b in blocks]
-    assert names == ["tools", "system", "core_notes", "background", "history", "user", "focus", "retrieved", "datetime"]
+    assert names == ["tools", "system", "skills", "core_notes", "background", "history", "user", "focus", "retrieved",
+                     "datetime"]
     for b in blocks:
         summary = b.summary()
         assert set(summary) == {"name", "cached", "tokens_est"}

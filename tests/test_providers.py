@@ -80,8 +80,9 @@ def test_anthropic_breakpoints_close_the_system_part_and_the_new_user_text(store
     assert user[0] == {"type": "text", "text": "first question", "cache_control": {"type": "ephemeral"}}
     # the suffix closes with its own breakpoint (tools are on), so a tool loop's next step reads it
     assert user[1]["text"].startswith("[Focused nodes") and user[1]["cache_control"] == {"type": "ephemeral"}
-    # the block order of DESIGN.md: tools, system (base + role, core notes, background), messages
-    assert [b["text"][:20] for b in body["system"]][1].startswith("## Core notes")
+    # the block order of DESIGN.md: tools, system (base + role, skill catalog, core notes, background), messages
+    assert [b["text"][:20] for b in body["system"]][1].startswith("## Skills")
+    assert [b["text"][:20] for b in body["system"]][2].startswith("## Core notes")
     assert [t["name"] for t in body["tools"]][:2] == ["queryNodes", "getNodesById"]
 
 
@@ -104,18 +105,18 @@ def test_anthropic_breakpoints_over_a_conversation_with_tool_loops(store, search
         assert len(paths) <= 4
         assert paths[0] == f"system[{len(body['system']) - 1}]"  # one closes the system part
     # turn 1, step 1: system + new user text + the end of the suffix
-    assert cache_control_paths(bodies[0]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]"]
+    assert cache_control_paths(bodies[0]) == ["system[2]", "messages[0].content[0]", "messages[0].content[1]"]
     # inside the tool loop: the sliding breakpoint sits on the newest tool result, and only there
-    assert cache_control_paths(bodies[1]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]",
+    assert cache_control_paths(bodies[1]) == ["system[2]", "messages[0].content[0]", "messages[0].content[1]",
                                               "messages[2].content[0]"]
     assert bodies[1]["messages"][2]["content"][0]["type"] == "tool_result"
-    assert cache_control_paths(bodies[2]) == ["system[1]", "messages[0].content[0]", "messages[0].content[1]",
+    assert cache_control_paths(bodies[2]) == ["system[2]", "messages[0].content[0]", "messages[0].content[1]",
                                               "messages[4].content[0]"]
     # turn 2: the previous turn's user text as a fallback anchor, the new user text (before its
     # suffix), and the end of the suffix
     b3 = bodies[3]
     new_user = len(b3["messages"]) - 1
-    assert cache_control_paths(b3) == ["system[1]", "messages[0].content[0]", f"messages[{new_user}].content[0]",
+    assert cache_control_paths(b3) == ["system[2]", "messages[0].content[0]", f"messages[{new_user}].content[0]",
                                        f"messages[{new_user}].content[1]"]
     assert b3["messages"][new_user]["content"][0]["text"] == "turn two"
     # turn 3's tool loop: system, new user text, suffix, newest tool result = 4 (the anchor gives way)

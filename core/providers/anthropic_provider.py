@@ -54,7 +54,7 @@ class AnthropicProvider(SDKProvider):
         snap = req.snapshot
         ephemeral = {"type": "ephemeral"}
         system_cc = {"type": "ephemeral", "ttl": "1h"} if self.cache_ttl == "1h" else dict(ephemeral)
-        system = [{"type": "text", "text": t} for t in (snap.system, snap.core_notes, snap.background) if t]
+        system = [{"type": "text", "text": t} for t in (snap.system, snap.skills, snap.core_notes, snap.background) if t]
         system[-1]["cache_control"] = system_cc
         breakpoints = 1
 

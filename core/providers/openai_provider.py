@@ -53,7 +53,7 @@ class OpenAIProvider(SDKProvider):
     def body(self, turn: Turn) -> dict:
         req = turn.request
         snap = req.snapshot
-        system = "\n\n".join(t for t in (snap.system, snap.core_notes, snap.background) if t)
+        system = "\n\n".join(t for t in (snap.system, snap.skills, snap.core_notes, snap.background) if t)
         user = req.user_text + (f"\n\n{req.suffix.text}" if req.suffix.text else "")
         messages = [{"role": "system", "content": system}, *to_openai_messages(req.history),
                     {"role": "user", "content": user}, *to_openai_messages(turn.loop)]
