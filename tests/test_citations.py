@@ -9,6 +9,7 @@ import json
 import pytest
 
 from chat_support import KEY, _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
+from test_chat_cli import cli  # noqa: F401  (fixture: the cairn command with two notes)
 from core import citations
 from core.citations import CitationCheck, check, code_spans, parse, sentence_at
 from fakes import http_error, text
@@ -317,3 +318,77 @@ def test_the_setting_is_validated(tmp_path):
     path.write_text('[chat]\ncheck_citations = "model"\n')
     assert load(path).chat.check_citations == "model"
     assert load(tmp_path / "missing.toml").chat.check_citations == "sent"
+
+
+# ------------------------------------------------------------------------------------------------
+# the chat pane (Pilot, the real app against the fake Anthropic server)
+
+
+async def test_the_chat_pane_shows_the_problems_and_does_not_link_dangling_citations(db_path, store, indexer,
+                                                                                  embedder, monkeypatch):
+    import core.embedder
+    from fakes import FakeAnthropic
+    from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send, wait_for
+    from tui.widgets.chat_pane import ChatPane
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    starter = store.add_node("Sourdough starter", "Feed the sourdough starter with flour and water every day.")["id"]
+    indexer.run()
+    with FakeAnthropic() as srv:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        srv.script.add(text(f"Feed it daily [NODE:{starter}]. Bake at noon [5]. See [NODE:4242]."))
+        app = RecordingApp(db_path, first_run_prompt=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            app.services.config.chat.provider = "anthropic"
+            pane = await type_and_send(pilot, app, "How do I feed a sourdough starter?")
+            await wait_for(pilot, lambda: metas(app), what="the reply")
+            expected = ["⚠ [5] was not among the passages sent with this question",
+                        "⚠ [NODE:4242] does not exist"]
+            await wait_for(pilot, lambda: app.query(".citation-check"), what="the citation check lines")
+            shown = plain(app.query_one(".citation-check")).splitlines()
+            assert [line.split(" (passages sent")[0] for line in shown] == expected
+            source = pane.query(".reply").last().source
+            assert f"(cairn:node/{starter})" in source  # a citation that was sent is a link
+            assert "cairn:node/4242" not in source and "\\[NODE:4242\\]" in source  # a dangling one is not
+            assert "[5]" in source and "\\[5\\]" not in source
+            chat_id = pane.chat_id
+
+            await pilot.press("f5")
+            assert not app.query(".citation-check")
+            pane.load_chat(chat_id)  # reopened: the same lines under the reply
+            await wait_for(pilot, lambda: app.query(".citation-check"), what="the reopened chat's check")
+            again = plain(app.query_one(".citation-check")).splitlines()
+            assert again == shown
+            assert "cairn:node/4242" not in pane.query(".reply").last().source
+        assert srv.errors == []
+
+
+# ------------------------------------------------------------------------------------------------
+# cairn ask
+
+
+def test_cairn_ask_prints_the_problems_and_json_includes_the_check(cli, anth):
+    from test_chat_cli import run
+
+    cmd, env, db, a, b = cli
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    reply = f"Otters live along rivers [NODE:{a}] and coasts [8]. See [NODE:999]."
+    anth.script.add(text(reply))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a)
+    assert rc == 0, err
+    assert reply + "\n\n" in out  # the reply as streamed, then a blank line, then the problems
+    after = out.split(reply, 1)[1]
+    assert "⚠ [8] was not among the passages sent with this question" in after
+    assert "⚠ [NODE:999] does not exist" in after and f"[NODE:{a}] " not in after.split("Sources")[0]
+
+    anth.script.add(text(reply))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a, "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    check_ = result["citation_check"]
+    assert check_["mode"] == "sent" and check_["status"] == "problems"
+    assert {i["citation"]: i["status"] for i in check_["items"]} == {f"[NODE:{a}]": "ok", "[8]": "dangling",
+                                                                      "[NODE:999]": "dangling"}
+    assert result["text"] == reply
