@@ -308,6 +308,18 @@ def test_model_check_skips_incomplete_replies_and_says_so(store, searcher, anth,
     assert reply.citation_check.lines()[-1] == "· citations not judged by the model: the reply is incomplete"
 
 
+def test_model_check_with_the_offline_provider_says_it_did_not_run(store, searcher, indexer):
+    from core.providers.offline import OfflineProvider
+
+    store.add_node("Compost guide", "Compost needs greens, browns, air and water. " * 4)
+    indexer.run()
+    chat = new_chat(store, OfflineProvider(), searcher, cfg=config(check_citations="model"))
+    send(chat, QUESTION)
+    result = chat.last_reply.citation_check
+    assert result.mode == "model" and [i["status"] for i in result.items] == ["ok"]
+    assert result.lines() == ["· citations not judged by a model: the offline provider quotes the passages themselves"]
+
+
 def test_the_setting_is_validated(tmp_path):
     from core.config import ConfigError, load
 
@@ -329,7 +341,7 @@ async def test_the_chat_pane_shows_the_problems_and_does_not_link_dangling_citat
     import core.embedder
     from fakes import FakeAnthropic
     from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send, wait_for
-    from tui.widgets.chat_pane import ChatPane
+    from tui.widgets.chat_pane import SourceList
 
     monkeypatch.setattr(core.embedder, "_shared", embedder)
     starter = store.add_node("Sourdough starter", "Feed the sourdough starter with flour and water every day.")["id"]
@@ -353,6 +365,11 @@ async def test_the_chat_pane_shows_the_problems_and_does_not_link_dangling_citat
             assert f"(cairn:node/{starter})" in source  # a citation that was sent is a link
             assert "cairn:node/4242" not in source and "\\[NODE:4242\\]" in source  # a dangling one is not
             assert "[5]" in source and "\\[5\\]" not in source
+            sources = app.query(SourceList).last()
+            labels = [str(o.prompt) for o in sources.options]
+            assert "[NODE:4242] ⚠ does not exist" in labels
+            assert sources.node_ids[labels.index("[NODE:4242] ⚠ does not exist")] is None  # opens nothing
+            assert any(label.endswith("] Sourdough starter") for label in labels)  # a sent node is listed as ever
             chat_id = pane.chat_id
 
             await pilot.press("f5")

@@ -394,8 +394,8 @@ class ChatPane(Vertical):
                         self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
                 reply = chat.last_reply
                 passages = dict(reply.citations.get("passages", {}))
-                sources = _sources(store, reply.citations, reply.created_nodes)
                 check = reply.citation_check.as_dict() if reply.citation_check else None
+                sources = _sources(store, reply.citations, reply.created_nodes, check)
                 self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
                                             sources, passages, list(reply.created_nodes), check))
         except ProviderError as exc:
@@ -719,7 +719,7 @@ class ChatPane(Vertical):
                             item["tools"].append(f"→ {block.get('name')} {args}")
                     if m["role"] == "assistant" and m["citations"]:
                         item["passages"] = dict(m["citations"].get("passages", {}))
-                        item["sources"] = _sources(store, m["citations"], [])
+                        item["sources"] = _sources(store, m["citations"], [], m.get("citation_check"))
                     items.append(item)
             self.post_message(_ChatLoaded(chat_id, row["title"] or "", chat.agent.name, row["model"] or "",
                                           items, hidden, total))
@@ -784,10 +784,13 @@ def _default_provider(config):
     return make_provider(config)
 
 
-def _sources(store, citations: dict, created: list[int]) -> list[tuple[str, int | None]]:
+def _sources(store, citations: dict, created: list[int], check: dict | None = None) -> list[tuple[str, int | None]]:
     """The reply's sources as (label, node id): "[N] Title" for passages, "[NODE:id] Title" for nodes
-    the reply cites, "+ Title (created)" for nodes the model created. Deleted nodes are shown, disabled."""
+    the reply cites, "+ Title (created)" for nodes the model created. Deleted nodes are shown, disabled,
+    and so are nodes the citation check found dangling (cited, but not in the context sent)."""
     passages = citations.get("passages") or {}
+    dangling = {i["ref"]: i["why"] for i in (check or {}).get("items", [])
+                if i.get("kind") == "node" and i.get("status") == "dangling"}
     nodes = [int(n) for n in citations.get("nodes") or []]
     ids = [int(v) for v in passages.values()] + nodes + [int(n) for n in created]
     titles = {n["id"]: n["title"] for n in store.get_nodes(ids)}
@@ -803,7 +806,9 @@ def _sources(store, citations: dict, created: list[int]) -> list[tuple[str, int 
         out.append(entry(f"[{n}]", int(node_id)))
     passage_ids = {int(v) for v in passages.values()}
     for node_id in nodes:
-        if node_id not in passage_ids:
+        if node_id in dangling:
+            out.append((f"[NODE:{node_id}] ⚠ {dangling[node_id]}", None))
+        elif node_id not in passage_ids:
             out.append(entry(f"[NODE:{node_id}]", node_id))
     for node_id in created:
         out.append(entry("+", int(node_id), " (created by the model)"))
