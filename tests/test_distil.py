@@ -516,3 +516,182 @@ def test_cli_distil_as_a_real_process(store, conversation, anth, cairn_cmd, tmp_
     assert proc.returncode == 0, proc.stderr
     assert "Applied: 1 retired." in proc.stdout
     assert "retired" in store.get_node(conversation["oven"])["dimensions"]
+
+
+# -- the review screen -----------------------------------------------------------------------------
+SIZE = (140, 44)
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0, what: str = "condition"):
+    """Poll until the condition holds (a generous timeout, never an assertion about speed)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def review_app(db_path, anth):
+    from tui.app import CairnApp
+
+    class App(CairnApp):
+        def watch_database(self) -> None:
+            """Not under test: the watcher refreshes panes on every write and races a short test."""
+
+    return App(db_path, first_run_prompt=False)
+
+
+async def open_review(pilot, app, chat_id, anth):
+    from tui.screens.distil_review import DistilReviewScreen
+    from tui.widgets.chat_pane import ChatPane
+
+    pane = app.query_one(ChatPane)
+    pane.make_provider = lambda cfg: anthropic_provider(anth)
+    pane.load_chat(chat_id)
+    await wait_for(pilot, lambda: pane.chat_id == chat_id, what="the chat to load")
+    await pilot.press("ctrl+l")
+    await pilot.press("ctrl+t")
+    await wait_for(pilot, lambda: isinstance(app.screen, DistilReviewScreen), what="the review screen")
+    return app.screen
+
+
+def plain(widget) -> str:
+    from rich.text import Text as RichText
+
+    content = widget.content
+    return content.plain if isinstance(content, RichText) else str(content)
+
+
+def status(screen) -> str:
+    return plain(screen.query_one("#distil-status"))
+
+
+async def test_review_screen_applies_only_the_accepted_proposals(store, conversation, anth, embedder, monkeypatch,
+                                                                 db_path):
+    import core.embedder
+    from fakes import slow
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    c = conversation
+    anth.script.add(slow(1.0), text(scripted_reply(c)))
+    count = node_count(store)
+    app = review_app(db_path, anth)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        assert "distilling…" in status(screen)  # the model has not answered yet (it waits 1 s)
+        await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
+        options = screen.query_one("#distil-proposals")
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels[0].startswith("Additions") and labels[2].startswith("Updates") and labels[4].startswith("Retire")
+        assert f"from message {c['users'][1]}: “We dropped the pizza oven." in labels[1]
+        detail = plain(screen.query_one("#distil-detail"))
+        assert "New node: Cold smoker" in detail
+        await pilot.press("a")  # the addition
+        detail = plain(screen.query_one("#distil-detail"))
+        assert "-Mix two parts browns to one part greens." in detail  # the update's diff, now highlighted
+        await pilot.press("r")  # the update
+        await pilot.press("a")  # the retirement
+        assert screen.decisions == ["accepted", "rejected", "accepted"]
+        assert "2 accepted · 1 rejected" in status(screen)
+        assert node_count(store) == count  # nothing written before apply
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
+    assert node_count(store) == count + 1
+    assert store.get_node(c["compost"])["source"] == "Mix two parts browns to one part greens."
+    assert "retired" in store.get_node(c["oven"])["dimensions"]
+    added = store.db.execute("SELECT id FROM nodes WHERE title = 'Cold smoker'").fetchone()
+    assert store.get_node(added["id"])["metadata"]["provenance"]["chat_id"] == c["chat"].id
+
+
+async def test_review_screen_edits_shows_text_literally_and_escape_writes_nothing(store, conversation, anth,
+                                                                                  embedder, monkeypatch, db_path):
+    import core.embedder
+    from textual.widgets import TextArea
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    c = conversation
+    reply = json.loads(scripted_reply(c))
+    reply["proposals"][0]["title"] = "[bold]Smoker[/bold] plan"
+    anth.script.add(text(json.dumps(reply)))
+    anth.script.add(text(json.dumps(reply)))
+    before = snapshot_nodes(store)
+    app = review_app(db_path, anth)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
+        options = screen.query_one("#distil-proposals")
+        assert "[bold]Smoker[/bold] plan" in str(options.get_option_at_index(1).prompt)  # not markup
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
+        assert snapshot_nodes(store) == before  # cancelled: nothing written
+
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
+        await pilot.press("down")  # to the update
+        await pilot.press("e")
+        assert screen.state == "editing"
+        editor = screen.query_one("#distil-editor", TextArea)
+        assert editor.text == "Mix three parts browns to one part greens."
+        editor.text = "Mix five parts browns to one part greens."
+        await pilot.press("ctrl+s")  # keeps the edit, accepts it
+        assert screen.state == "review" and screen.decisions == [None, "accepted", None]
+        assert "+Mix five parts browns to one part greens." in plain(screen.query_one("#distil-detail"))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
+    assert store.get_node(c["compost"])["source"] == "Mix five parts browns to one part greens."
+    assert "retired" not in store.get_node(c["oven"])["dimensions"]
+    assert store.db.execute("SELECT COUNT(*) FROM nodes WHERE title LIKE '%Smoker%'").fetchone()[0] == 0
+
+
+async def test_review_screen_reports_a_stale_update_and_keeps_the_choices(store, conversation, anth, embedder,
+                                                                         monkeypatch, db_path):
+    import core.embedder
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    c = conversation
+    anth.script.add(text(scripted_reply(c)))
+    app = review_app(db_path, anth)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
+        for key in ("a", "a", "a"):
+            await pilot.press(key)
+        with app.services.store() as s:
+            s.update_node(c["compost"], source="Edited in the Focus panel meanwhile.")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.state == "review" and "changed after" in status(screen),
+                       what="the stale error")
+        assert isinstance(app.screen, type(screen)) and screen.decisions == ["accepted"] * 3
+        assert any("changed after the update was proposed" in str(n.message) for n in app._notifications)
+    assert store.get_node(c["compost"])["source"] == "Edited in the Focus panel meanwhile."
+    assert "retired" not in store.get_node(c["oven"])["dimensions"]
+    assert store.db.execute("SELECT COUNT(*) FROM nodes WHERE title = 'Cold smoker'").fetchone()[0] == 0
+
+
+async def test_review_screen_offline_says_a_provider_is_needed(store, conversation, db_path):
+    from tui.screens.distil_review import DistilReviewScreen
+    from tui.widgets.chat_pane import ChatPane
+
+    app = review_app(db_path, None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        pane = app.query_one(ChatPane)
+        await pilot.press("ctrl+l")
+        await pilot.press("ctrl+t")  # a new chat: nothing to distil
+        assert not isinstance(app.screen, DistilReviewScreen)
+        assert any("Nothing to distil yet" in str(n.message) for n in app._notifications)
+        pane.load_chat(conversation["chat"].id)
+        await wait_for(pilot, lambda: pane.chat_id == conversation["chat"].id, what="the chat to load")
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        await commands["Chat: distil into notes"].callback()  # the palette entry; the provider: offline
+        await wait_for(pilot, lambda: isinstance(app.screen, DistilReviewScreen), what="the review screen")
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.state == "failed", what="the error")
+        assert "needs a model provider" in status(screen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DistilReviewScreen)

@@ -43,6 +43,8 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
     yield SystemCommand("Chat: earlier chats", "Resume a conversation (ctrl+o)", _chat_action(app, "action_chat_list"))
     yield SystemCommand("Chat: undo created notes", "Trash the notes the model's latest reply created (ctrl+z)",
                         _chat_action(app, "action_undo_created"))
+    yield SystemCommand("Chat: distil into notes", "Review the notes the model proposes from this chat (ctrl+t)",
+                        _chat_action(app, "action_distil"))
     yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
                         app.action_toggle_viewer)
     yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)

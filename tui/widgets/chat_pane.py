@@ -215,6 +215,7 @@ class ChatPane(Vertical):
         Binding("ctrl+o", "chat_list", "Chats", id="chat_list"),
         Binding("f5", "new_chat", "New chat", id="new_chat"),
         Binding("ctrl+z", "undo_created", "Undo created notes", id="undo_created"),
+        Binding("ctrl+t", "distil", "Distil into notes", id="distil", tooltip="Distil this chat into notes"),
     ]
 
     def __init__(self, services: Services, **kwargs):
@@ -674,6 +675,25 @@ class ChatPane(Vertical):
         self._update_title()
         self._set_status("")
         self.focus_input()
+
+    def action_distil(self) -> None:
+        """Distil this chat into notes: the model proposes, a review screen applies what is accepted."""
+        if self.chat_id is None:
+            self.notify("Nothing to distil yet: this chat has no messages.", severity="warning")
+            return
+        if self._streaming:
+            self.notify("A reply is still streaming: wait for it (or stop it with escape), then distil.",
+                        severity="warning")
+            return
+        from tui.screens.distil_review import DistilReviewScreen
+
+        def done(applied) -> None:
+            if applied is not None:
+                changed = (*applied.created, *applied.updated, *applied.retired)
+                if changed:
+                    self.post_message(NodesChanged(tuple(changed)))
+
+        self.app.push_screen(DistilReviewScreen(self.services, self.chat_id, make_provider=self.make_provider), done)
 
     def action_chat_list(self) -> None:
         if self._streaming:
