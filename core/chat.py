@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import agents, citations, clock
+from core import agents, citations, clock, memory
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
@@ -273,6 +273,8 @@ class Chat:
                                         sent={"error": reply.error} if reply.error else None)
         if reply.citation_check and self.config.chat.check_citations == "model":
             self._judge_citations(reply, request, user_id, cancel)  # after the reply is stored and complete
+        # Memory nodes used this turn (a retrieved passage, or read by a tool) count as used (core.memory).
+        memory.record_access(self.store, [p.node_id for p in request.suffix.passages] + sorted(ctx.read))
         self._remember(message, reply)
 
     # -- citation check (core/citations.py) -----------------------------------------------------------

@@ -38,6 +38,10 @@ never_send = []          # dimensions whose nodes never leave the machine, e.g. 
 [mcp]
 allow_edits = false
 
+[memory]                 # retention of auto-written memory nodes (never your own notes); 0 = no limit
+max_age_days = 0         # trash memory not used (or, if never used, created) in this many days
+max_count = 0            # keep only the N most recently used memory nodes
+
 [ui]
 theme = ""               # a Textual theme name, e.g. "nord"; empty: Cairn's own
 animations = "none"      # none | basic | full (over SSH every animation frame crosses the wire)
@@ -70,12 +74,21 @@ class ChatSettings:
 
 
 @dataclass
+class MemorySettings:
+    """Retention of type='memory' nodes (core.retention); 0 means no limit, both 0 means no policy."""
+
+    max_age_days: int = 0
+    max_count: int = 0
+
+
+@dataclass
 class Config:
     path: Path | None = None
     user_name: str = ""
     chat: ChatSettings = field(default_factory=ChatSettings)
     never_send: list[str] = field(default_factory=list)
     mcp_allow_edits: bool = False
+    memory: MemorySettings = field(default_factory=MemorySettings)
     keys: dict[str, str] = field(default_factory=dict)  # from the file; env wins in api_key()
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
     theme: str = ""
@@ -160,6 +173,14 @@ def load(path: Path | None = None) -> Config:
     cfg.never_send = [_expect(where, "privacy.never_send[]", d, str) for d in never]
     mcp = _expect(where, "mcp", data.get("mcp", {}), dict)
     cfg.mcp_allow_edits = _expect(where, "mcp.allow_edits", mcp.get("allow_edits", False), bool)
+    memory = _expect(where, "memory", data.get("memory", {}), dict)
+    for key, value in memory.items():
+        if key not in MemorySettings.__dataclass_fields__:
+            raise ConfigError(f"{where}: unknown setting `memory.{key}` (known: max_age_days, max_count).")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{where}: `memory.{key}` must be a whole number, 0 or more (0 = no limit), "
+                              f"not {value!r}.")
+        setattr(cfg.memory, key, value)
     keymap = _expect(where, "keymap", data.get("keymap", {}), dict)
     cfg.keymap = {k: _expect(where, f"keymap.{k}", v, str) for k, v in keymap.items()}
     ui = _expect(where, "ui", data.get("ui", {}), dict)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from core import memory, retrieval_fallback
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
 from core.focus import Focus  # noqa: F401  (part of this module's interface)
@@ -50,13 +51,14 @@ HUBS = 10
 def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relative: float | None = None,
         max_passages: int | None = None) -> list[tuple[float, dict]]:
     """Junk control over (cosine, search hit) pairs in ranking order: keep those whose cosine is at
-    least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most."""
+    least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most.
+    The best is the best unboosted score (core.memory's boost never raises the bar for other hits)."""
     min_cosine = MIN_COSINE if min_cosine is None else min_cosine
     relative = RELATIVE_CUTOFF if relative is None else relative
     max_passages = MAX_PASSAGES if max_passages is None else max_passages
     if not scored:
         return []
-    best = max(h["score"] or 0.0 for _, h in scored)
+    best = max((h["score"] or 0.0) / h.get("boost", 1.0) for _, h in scored)
     return [(c, h) for c, h in scored if c >= min_cosine and (h["score"] or 0.0) >= relative * best][:max_passages]
 
 
@@ -86,7 +88,7 @@ class Passage:
     title: str
     heading_path: list[str]
     text: str
-    cosine: float
+    cosine: float | None  # None for a keyword-fallback passage (core.retrieval_fallback)
 
 
 @dataclass
@@ -183,6 +185,8 @@ class ContextEngine:
         self._focus_text = ""
         self._focus_ids: list[int] = []
         self._node_lines: dict[tuple[int, str], str] = {}
+        # Set by each retrieval: why it fell back to keyword search (core.retrieval_fallback), else None.
+        self.retrieval_note: str | None = None
 
     # -- privacy -----------------------------------------------------------------------------------
     def visible(self, node: dict) -> bool:
@@ -258,29 +262,40 @@ class ContextEngine:
         return "\n".join(lines), [n["id"] for n in nodes]
 
     def retrieve(self, message: str) -> list[Passage]:
-        """Passages for this message: hybrid search, then the cosine floor and relative cutoff."""
-        kept = cut(self.scored_hits(message))
-        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"], round(c, 4))
-                for i, (c, h) in enumerate(kept)]
+        """Passages for this message: hybrid search, then the cosine floor and relative cutoff; keyword
+        passages and the most recent notes when meaning search is unavailable (see `retrieval_note`)."""
+        scored = self.scored_hits(message)
+        kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored)
+        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
+                        None if c is None else round(c, 4)) for i, (c, h) in enumerate(kept)]
+
+    def _readable(self, hit: dict) -> bool:
+        """Whether the agent may read this node: not private to this provider, inside its read scope."""
+        scope = {d.lower() for d in self.agent.read_scope}
+        return self.visible(hit) and (not scope or bool({d.lower() for d in hit["dimensions"]} & scope))
 
     def scored_hits(self, message: str) -> list[tuple[float, dict]]:
-        """Retrieval candidates the agent may read, best first, each with its passage's cosine."""
+        """Retrieval candidates the agent may read, best first, each with its passage's cosine (memory
+        hits boosted by recency and use, core.memory). When the embedder is unavailable or the indexing
+        backlog is large, `retrieval_note` says so and the pairs are keyword hits and recent notes with
+        a cosine of None (core.retrieval_fallback)."""
+        self.retrieval_note = None
         if not self.agent.auto_read or not message.strip():
             return []
+        self.retrieval_note = retrieval_fallback.reason(self.store, self.searcher, message)
+        if self.retrieval_note:
+            return retrieval_fallback.hits(self.store, self.searcher, message, self._readable)
         hits = self.searcher.search(message, mode="hybrid", limit=RETRIEVAL_CANDIDATES)
-        scope = {d.lower() for d in self.agent.read_scope}
         qvec = self.searcher.query_vector(message)
         scored = []
         for h in hits:
-            if h["chunk"] is None or not self.visible(h):
-                continue
-            if scope and not ({d.lower() for d in h["dimensions"]} & scope):
+            if h["chunk"] is None or not self._readable(h):
                 continue
             cosine = h["match"]["vector"]
             if cosine is None:
                 cosine = self._chunk_cosine(h, qvec)
             scored.append((cosine, h))
-        return scored
+        return memory.boost(self.store, scored)
 
     def _chunk_cosine(self, hit: dict, qvec) -> float:
         import numpy as np

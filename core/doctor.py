@@ -2,7 +2,8 @@
 
 Checks: SQLite's own integrity check; chunks, chunk vectors and node vectors whose node is gone;
 chunks or nodes missing their vectors; nodes whose vectors were made from older text or another
-embedder (stale); FTS index integrity; nodes pending or in error. Repair is explicit (`--repair`).
+embedder (stale); FTS index integrity; nodes pending or in error; memory nodes past the user's
+retention policy (core.retention; only when a policy is set). Repair is explicit (`--repair`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Finding:
 class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
     reindexed: int = 0
+    memory_removed: list[dict] = field(default_factory=list)  # what the retention policy moved to the trash
 
     @property
     def problems(self) -> list[Finding]:
@@ -38,7 +40,8 @@ class DoctorReport:
         return not any(f.count and not f.repaired for f in self.findings)
 
     def as_dict(self) -> dict:
-        return {"clean": self.clean, "reindexed": self.reindexed, "findings": [f.as_dict() for f in self.findings]}
+        return {"clean": self.clean, "reindexed": self.reindexed, "findings": [f.as_dict() for f in self.findings],
+                "memory_removed": self.memory_removed}
 
 
 def _fts_ok(store: Store, table: str) -> tuple[bool, str]:
@@ -50,8 +53,9 @@ def _fts_ok(store: Store, table: str) -> tuple[bool, str]:
 
 
 def check(store: Store, *, repair: bool = False, embedder_name: str | None = None,
-          reindex: Callable[[], int] | None = None) -> DoctorReport:
-    """Run every check; with repair=True fix what is found. `reindex` runs the indexer, returns count."""
+          reindex: Callable[[], int] | None = None, retention_policy=None) -> DoctorReport:
+    """Run every check; with repair=True fix what is found. `reindex` runs the indexer, returns count.
+    `retention_policy` (core.retention.Policy) is the user's memory policy; None or inactive: no check."""
     report = DoctorReport()
     db = store.db
     add = report.findings.append
@@ -114,6 +118,8 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
     pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
     add(Finding("pending", pending, f"{pending} nodes waiting to be indexed (run `cairn index`)"))
 
+    _retention(store, retention_policy, repair, report)
+
     if repair:
         requeue |= set(errors)
         if requeue:
@@ -132,3 +138,20 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
             elif f.check == "index_errors" and f.count:
                 f.repaired = remaining_errors == 0
     return report
+
+
+def _retention(store: Store, policy, repair: bool, report: DoctorReport) -> None:
+    """Memory nodes past the retention policy: counted, and with repair moved to the trash."""
+    from core import retention
+
+    if policy is None or not policy.active:
+        report.findings.append(Finding("memory_retention", 0, "no retention policy for memory nodes ([memory] in the config)"))
+        return
+    due = retention.plan(store, policy)
+    finding = Finding("memory_retention", len(due),
+                      f"{len(due)} memory nodes past the retention policy ({policy.describe()})")
+    if due and repair:
+        report.memory_removed = retention.apply(store, policy)
+        finding.repaired = len(report.memory_removed) == len(due)
+        finding.detail += f"; moved {len(report.memory_removed)} to the trash"
+    report.findings.append(finding)

@@ -147,4 +147,17 @@ _V1 = [
     )""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1]
+# 2: how often and how recently each auto-written memory node (type='memory') was used: put into a
+# request's retrieved passages or returned by a read tool (core.memory). A side table rather than
+# columns on `nodes`: recording a use never rewrites the node's row, so nodes.updated_at (which
+# orders the Nodes pane and breaks hub ties) keeps meaning "last edited", and no node trigger runs.
+# Deleting the node removes its row (the trash keeps the node, not its use count).
+_V2 = [
+    """CREATE TABLE memory_access (
+        node_id           INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,
+        access_count      INTEGER NOT NULL DEFAULT 0,
+        last_accessed_at  TEXT
+    )""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2]

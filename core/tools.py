@@ -119,6 +119,7 @@ class ToolContext:
     activate_skill: Callable[[str], str] | None = None  # the chat loads a skill and records it
     created: list[int] = field(default_factory=list)  # node ids created this turn (undoable)
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
+    read: set[int] = field(default_factory=set)  # nodes getNodesById / searchContent returned (memory use, core.memory)
     origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
 
 
@@ -171,6 +172,7 @@ class ToolRunner:
         if not isinstance(ids, list) or not ids:
             raise ToolError("ids must be a non-empty list of node ids.")
         nodes = self._sent(self.ctx.store.get_nodes(ids[:MAX_LIMIT]))
+        self.ctx.read.update(n["id"] for n in nodes)
         out = []
         for n in nodes:
             n = dict(n)
@@ -182,10 +184,11 @@ class ToolRunner:
 
     def _searchContent(self, query: str, node_id: int | None = None, limit: int = 8):
         limit = max(1, min(int(limit), MAX_LIMIT))
-        hits = self.ctx.searcher.search(query, mode="hybrid", limit=limit, node_id=node_id)
+        hits = self._sent(self.ctx.searcher.search(query, mode="hybrid", limit=limit, node_id=node_id))
+        self.ctx.read.update(h["id"] for h in hits)
         return [{"node_id": h["id"], "title": h["title"], "score": h["score"],
                  "heading_path": h["chunk"]["heading_path"] if h["chunk"] else [],
-                 "text": h["chunk"]["text"] if h["chunk"] else h["description"]} for h in self._sent(hits)]
+                 "text": h["chunk"]["text"] if h["chunk"] else h["description"]} for h in hits]
 
     def _queryEdges(self, node_id: int, direction: str = "both"):
         node = self.ctx.store.get_node(node_id)

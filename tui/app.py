@@ -119,6 +119,7 @@ class CairnApp(App):
             gc.enable()
         self.call_later(self._mount_right)
         self.index_pending()
+        self.apply_memory_retention()
         self.watch_database()
         self._start_vault_watch()
         if self.first_run_prompt:
@@ -285,6 +286,22 @@ class CairnApp(App):
         if report.errors:
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
                                   severity="error")
+
+    @work(thread=True, exclusive=True, group="retention", exit_on_error=False)
+    def apply_memory_retention(self) -> None:
+        """The user's memory retention policy ([memory] in the config), once per start: memory nodes
+        past it go to the trash, and a notification says which. No policy: nothing runs."""
+        from core import retention
+
+        policy = retention.Policy.from_config(self.services.config)
+        if not policy.active:
+            return
+        with self.services.store() as store:
+            removed = retention.apply(store, policy)
+        if removed:
+            self.call_from_thread(self.notify, retention.summary(removed), title="Memory retention", timeout=10,
+                                  markup=False)
+            self.post_message(NodesChanged())
 
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def watch_database(self) -> None:

@@ -394,13 +394,18 @@ def cmd_doctor(args, out: Out) -> int:
 
                 with _progress(out, "Re-indexing", "nodes") as progress:
                     return Indexer(store).run(progress=progress).indexed
-        report = doctor.check(store, repair=args.repair, embedder_name=MODEL_NAME, reindex=reindex)
+        from core.retention import Policy
+
+        report = doctor.check(store, repair=args.repair, embedder_name=MODEL_NAME, reindex=reindex,
+                              retention_policy=Policy.from_config(_config(args)))
     if out.as_json:
         out.json(report.as_dict())
     else:
         for f in report.findings:
             mark, style = ("ok", "green") if not f.count else (("repaired", "yellow") if f.repaired else ("problem", "red"))
             out.text((f"{mark:>8} ", style), f"{f.check}: ", (f.detail, "dim"))
+        for item in report.memory_removed:
+            out.text(f"{'trashed':>8} ", f"memory node {item['id']} ", (f"{item['title']}: {item['reason']}", "dim"))
         if not report.clean and not args.repair:
             out.text("Run `cairn doctor --repair` to fix these.")
     return 0 if report.clean else 1
@@ -706,6 +711,7 @@ def cmd_context(args, out: Out) -> int:
         if args.chat:
             chat = Chat(store, cfg, provider, chat_id=args.chat)
             request = chat.request(args.message, focus=_focus_arg(args))
+            retrieval_note = chat.engine.retrieval_note
             key = chat.chat_key
             # Estimates before sending; what the provider reported for the last reply corrects them.
             replies = [m for m in chat.messages() if m["role"] == "assistant" and m["usage"]]
@@ -719,6 +725,7 @@ def cmd_context(args, out: Out) -> int:
             snapshot = engine.snapshot({"user_name": cfg.user_name or "the user", "chat_id": "new",
                                         "agent": agent.name, "model": provider.model})
             request = ContextRequest(snapshot, [], args.message, engine.suffix(args.message), provider.model)
+            retrieval_note = engine.retrieval_note
             key = "cairn-chat-new"
         body = provider.body(Turn(request, [], key))
         blocks = [b.summary() for b in request.blocks()]
@@ -727,6 +734,7 @@ def cmd_context(args, out: Out) -> int:
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
+              "retrieval_note": retrieval_note,
               "cache": {"prefix_tokens_est": prefix_est,
                         "min_cacheable_tokens": min_cacheable(provider.model) if provider.name == "anthropic" else 1024,
                         "last_reported_usage": last_usage},
@@ -747,6 +755,8 @@ def cmd_context(args, out: Out) -> int:
             out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
                      f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")
         out.text("")
+        if retrieval_note:
+            out.text(retrieval_note, style="yellow")
         out.text(request.suffix.text or "(empty suffix)")
     return 0
 
@@ -1015,6 +1025,9 @@ def build_parser() -> argparse.ArgumentParser:
     verb("index", cmd_index, "chunk and embed every pending node", read=True)
     p = verb("doctor", cmd_doctor, "check the database and index; --repair fixes what it finds", read=True)
     p.add_argument("--repair", action="store_true")
+    from tui.cli_stats import cmd_stats
+
+    verb("stats", cmd_stats, "counts, pending work, memory, database size and tokens sent this week", read=True)
     p = verb("backup", cmd_backup, "copy the database safely (while others write)", read=True)
     p.add_argument("path", nargs="?")
     p = verb("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "

@@ -5,6 +5,9 @@ Top: the chat settings (auto-context, provider, model, agent, where the API key 
 the key). Below: the blocks of the next request exactly as the context engine builds them, with
 cached / not cached marks and token estimates. The prefix blocks are built in a worker and kept; a
 Focus change re-renders only the focus block (a few rows read, no retrieval, no prefix rebuild).
+When retrieval falls back to keyword search (no embedding model, a large indexing backlog), the
+engine's note says so above the retrieved block. At the bottom, a collapsed Stats section (counts,
+memory, database size, tokens this week: core.stats), computed in a worker each time the pane shows.
 """
 
 from __future__ import annotations
@@ -91,6 +94,12 @@ class _Blocks(Message, bubble=False):
     chat_id: int | None
     node_count: int
     error: str | None = None
+    retrieval_note: str | None = None
+
+
+@dataclass
+class _Stats(Message, bubble=False):
+    text: Text
 
 
 @dataclass
@@ -153,6 +162,10 @@ class ContextViewer(VerticalScroll):
         yield Static(Text("Next request"), classes="viewer-heading")
         yield Static(id="viewer-summary")
         yield Vertical(id="viewer-blocks")
+        # Collapsed by default and last: its figures (sizes, tokens) change with the database, so the
+        # rest of the pane never moves when they do.
+        yield Collapsible(Static(Text("…"), id="viewer-stats"), title="Stats · counts, memory, database, tokens this week",
+                          collapsed=True, id="viewer-stats-section")
 
     def _model_options(self) -> list[tuple[str, str]]:
         cfg = self.services.config
@@ -177,6 +190,7 @@ class ContextViewer(VerticalScroll):
         self.show_title()
         self._sync_settings()
         self.refresh_blocks()
+        self._load_stats()
 
     def show_title(self) -> None:
         """Title the pane it shares with the chat (the App calls this when f2 shows it)."""
@@ -286,7 +300,9 @@ class ContextViewer(VerticalScroll):
         try:
             with Store(self.services.db_path) as store:
                 if chat_id is not None:
-                    request = Chat(store, cfg, provider, chat_id=chat_id).request(draft, focus=focus)
+                    chat = Chat(store, cfg, provider, chat_id=chat_id)
+                    request = chat.request(draft, focus=focus)
+                    note = chat.engine.retrieval_note
                 else:
                     agent = agents.get(cfg.chat.agent)
                     never = set(cfg.never_send) if provider.remote else set()
@@ -296,12 +312,13 @@ class ContextViewer(VerticalScroll):
                     snapshot = engine.snapshot({"user_name": cfg.user_name or "the user", "chat_id": "new",
                                                 "agent": agent.name, "model": provider.model})
                     request = ContextRequest(snapshot, [], draft, engine.suffix(draft), provider.model)
+                    note = engine.retrieval_note
                 blocks = [(b.name, b.cached, b.tokens_est, b.text) for b in request.blocks()]
                 if not any(b[0] == "focus" for b in blocks):
                     blocks.append(("focus", False, 0, ""))
                 blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
-                                          len(request.node_ids)))
+                                          len(request.node_ids), retrieval_note=note))
         except Exception as exc:
             self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
                                       error=f"{type(exc).__name__}: {exc}"))
@@ -332,6 +349,9 @@ class ContextViewer(VerticalScroll):
         self._node_count = message.node_count
         widgets = []
         for name, cached, tokens, text in blocks:
+            if message.retrieval_note and name in ("retrieved", "datetime") and not any(
+                    w.id == "viewer-retrieval-note" for w in widgets):
+                widgets.append(Static(Text(printable(message.retrieval_note)), id="viewer-retrieval-note"))
             widgets.append(Collapsible(Static(_block_body(name, text), classes="block-text"),
                                        title=_block_title(name, cached, tokens), collapsed=name not in self._expanded,
                                        id=f"block-{name}", classes="block " + ("cached" if cached else "volatile")))
@@ -372,6 +392,27 @@ class ContextViewer(VerticalScroll):
             if pane.chat_id is not None and pane.chat_id == getattr(self, "_chat_id", None):
                 return pane.last_usage
         return None
+
+    # -- stats -------------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="viewer-stats", exit_on_error=False)
+    def _load_stats(self) -> None:
+        from core import stats
+
+        try:
+            with self.services.store() as store:
+                rows = stats.lines(stats.collect(store, self.services.config))
+            width = max(len(label) for label, _ in rows)
+            text = Text()
+            for i, (label, value) in enumerate(rows):
+                text.append(("\n" if i else "") + f"{label:<{width}}  ", style="bold")
+                text.append(printable(value))
+        except Exception as exc:  # shown in the section, never a crash
+            text = Text(printable(f"Could not read the stats: {exc}"))
+        self.post_message(_Stats(text))
+
+    @on(_Stats)
+    def _stats_ready(self, message: _Stats) -> None:
+        self.query_one("#viewer-stats", Static).update(message.text)
 
     @on(Collapsible.Expanded)
     def _expanded_block(self, event: Collapsible.Expanded) -> None:

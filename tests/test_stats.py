@@ -1,0 +1,139 @@
+"""`cairn stats` and core.stats (issue 8): counts by type, edges, chunks, pending work, memory and
+its policy, database size, tokens sent per provider over the last 7 days."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from core import stats
+from core.config import Config
+
+NOW = datetime(2026, 3, 4, 12, 0, tzinfo=timezone.utc)
+
+
+def stamp(dt: datetime) -> str:
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def chat_row(store, provider: str | None, parent: int | None = None) -> int:
+    meta = json.dumps({"parent_chat_id": parent} if parent else {})
+    cur = store.db.execute("INSERT INTO chats(title, provider, model, metadata, created_at, updated_at)"
+                           " VALUES ('t', ?, 'm', ?, ?, ?)", (provider, meta, stamp(NOW), stamp(NOW)))
+    return cur.lastrowid
+
+
+def reply(store, chat_id: int, days_ago: float, **usage) -> None:
+    full = {"input": 0, "output": 0, "cache_write": 0, "cache_read": 0, **usage}
+    store.db.execute("INSERT INTO messages(chat_id, role, content, usage, created_at)"
+                     " VALUES (?, 'assistant', '[]', ?, ?)",
+                     (chat_id, json.dumps(full), stamp(NOW - timedelta(days=days_ago))))
+
+
+def test_counts_by_type_edges_chunks_and_pending(store, indexer):
+    a = store.add_node("Note a", "Some text to chunk. " * 5)
+    b = store.add_node("Note b", "More text.")
+    store.add_node("A paper", "Paper text.", type="paper")
+    m = store.add_node("Answered: x", "A memory.", type="memory")
+    store.add_node("Answered: y", "Another memory.", type="memory")
+    store.add_edge(a["id"], b["id"], "related")
+    indexer.run()
+    store.add_node("Pending note", "Waiting.")
+    store.db.execute("UPDATE nodes SET chunk_status = 'error', index_error = 'boom' WHERE id = ?", (b["id"],))
+    store.db.execute("INSERT INTO memory_access(node_id, access_count, last_accessed_at) VALUES (?, 4, ?)",
+                     (m["id"], stamp(NOW)))
+    result = stats.collect(store, Config(), NOW)
+    assert result["nodes"] == {"total": 6, "note": 3, "memory": 2, "other": 1}
+    assert result["edges"] == 1
+    chunks = store.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    assert result["chunks"] == chunks and chunks >= 5
+    assert result["index"] == {"pending": 1, "errors": 1}
+    assert result["memory"]["nodes"] == 2 and result["memory"]["used"] == 1 and result["memory"]["never_used"] == 1
+    assert result["memory"]["uses"] == 4 and result["memory"]["last_used"] == stamp(NOW)
+    assert result["memory"]["policy"] == {"max_age_days": 0, "max_count": 0, "active": False}
+
+
+def test_database_size_is_the_main_file_plus_the_wal(store):
+    store.add_node("Something", "x" * 5000)
+    result = stats.collect(store)["database"]
+    main, wal = Path(store.path), Path(str(store.path) + "-wal")
+    assert result["bytes"] == main.stat().st_size and result["wal_bytes"] == wal.stat().st_size
+    assert result["total_bytes"] == result["bytes"] + result["wal_bytes"] and result["wal_bytes"] > 0
+
+
+def test_tokens_this_week_per_provider_leave_out_older_replies(store):
+    anth, oai, unknown = chat_row(store, "anthropic"), chat_row(store, "openai"), chat_row(store, None)
+    sub = chat_row(store, "anthropic", parent=anth)  # a delegated sub-chat: its tokens were spent too
+    reply(store, anth, 1, input=1000, output=50, cache_read=800, cache_write=100)
+    reply(store, anth, 6.9, input=500, output=20, cache_write=400)
+    reply(store, sub, 0.1, input=10, output=5)
+    reply(store, anth, 7.5, input=99_999, output=99_999)  # older than 7 days: left out
+    reply(store, oai, 2, input=300, output=30, cache_read=256)
+    reply(store, oai, 30, input=77_777)
+    reply(store, unknown, 0, input=1, output=1)
+    store.db.execute("INSERT INTO messages(chat_id, role, content, created_at) VALUES (?, 'user', '[]', ?)",
+                     (anth, stamp(NOW)))  # no usage: a user message
+    tokens = stats.collect(store, now=NOW)["tokens_this_week"]
+    assert tokens["days"] == 7
+    assert tokens["by_provider"] == {
+        "anthropic": {"replies": 3, "input": 1510, "output": 75, "cache_read": 800, "cache_write": 500},
+        "openai": {"replies": 1, "input": 300, "output": 30, "cache_read": 256, "cache_write": 0},
+        "unknown": {"replies": 1, "input": 1, "output": 1, "cache_read": 0, "cache_write": 0},
+    }
+    assert tokens["total"] == {"replies": 5, "input": 1811, "output": 106, "cache_read": 1056, "cache_write": 500}
+    assert stats.collect(store, now=NOW + timedelta(days=40))["tokens_this_week"]["by_provider"] == {}
+
+
+def test_lines_for_people():
+    rows = dict(stats.lines({
+        "nodes": {"total": 3, "note": 2, "memory": 1, "other": 0}, "edges": 1, "chunks": 4,
+        "index": {"pending": 2, "errors": 0}, "trash": 0, "chats": 1,
+        "memory": {"nodes": 1, "used": 1, "never_used": 0, "uses": 3, "last_used": None,
+                   "policy": {"max_age_days": 90, "max_count": 0, "active": True}, "past_policy": 1},
+        "database": {"path": "x", "bytes": 2048, "wal_bytes": 0, "total_bytes": 2048},
+        "tokens_this_week": {"days": 7, "by_provider": {"anthropic": {"replies": 2, "input": 1500, "output": 20,
+                                                                       "cache_read": 1000, "cache_write": 0}},
+                             "total": {}},
+    }))
+    assert rows["Nodes"] == "3 (2 notes, 1 memory, 0 other)"
+    assert rows["Pending work"] == "2 nodes waiting to be indexed, 0 failed"
+    assert rows["Retention"] == "max age 90 days; 1 past it now"
+    assert rows["Database"] == "2.0 KB (2.0 KB + 0 bytes WAL)"
+    assert rows["Tokens, last 7 days, anthropic"] == ("1,500 sent (1,000 read from cache, 0 written to it), "
+                                                      "20 received, 2 replies")
+
+
+def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
+    from core.store import Store
+
+    home = Path(cli_env["CAIRN_HOME"])
+    home.mkdir(parents=True)
+    with Store(home / "cairn.db") as s:
+        s.add_node("One", "first")
+        old = s.add_node("Answered: old", "memory", type="memory")
+        s.db.execute("UPDATE nodes SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old["id"],))
+        c = chat_row(s, "openai")
+        s.db.execute("INSERT INTO messages(chat_id, role, content, usage, created_at)"
+                     " VALUES (?, 'assistant', '[]', ?, ?)",
+                     (c, json.dumps({"input": 42, "output": 7, "cache_write": 0, "cache_read": 0}),
+                      stamp(datetime.now(timezone.utc))))
+    (home / "config.toml").write_text("[memory]\nmax_age_days = 30\n")
+    os.chmod(home / "config.toml", 0o600)
+    run = lambda *a: subprocess.run([*cairn_cmd, *a], env=cli_env, capture_output=True, text=True, timeout=120,
+                                    stdin=subprocess.DEVNULL)
+    r = run("stats", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["nodes"] == {"total": 2, "note": 1, "memory": 1, "other": 0}
+    assert data["index"]["pending"] == 2
+    assert data["memory"]["policy"]["max_age_days"] == 30 and data["memory"]["past_policy"] == 1
+    assert data["tokens_this_week"]["by_provider"]["openai"]["input"] == 42
+    assert data["database"]["total_bytes"] > 0
+    r = run("stats")
+    assert r.returncode == 0 and "Nodes" in r.stdout and "2 (1 notes, 1 memory, 0 other)" in r.stdout
+    assert "Tokens, last 7 days, openai" in r.stdout and "42 sent" in r.stdout
+    with Store(home / "cairn.db") as s:  # stats only reads: the memory past the policy is still there
+        assert s.get_node(old["id"])
