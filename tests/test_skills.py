@@ -415,3 +415,185 @@ def test_reattach_block_bounds():
     assert skills.reattach_block([]) == ("", [], [])
     block, kept, dropped = skills.reattach_block([("a", "short")])
     assert kept == ["a"] and dropped == [] and "Not re-attached" not in block
+
+
+# ------------------------------------------------------------------------------------------------
+# cairn skills
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    from tui.cli import main
+
+    code = main(["skills", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def editor(tmp_path, monkeypatch):
+    """$EDITOR: a script that applies a Python str.replace to the file (old and new from env vars)."""
+    script = tmp_path / "editor.py"
+    script.write_text("import os, sys\n"
+                      "p = sys.argv[1]\n"
+                      "t = open(p, encoding='utf-8').read()\n"
+                      "t = t.replace(os.environ['EDIT_OLD'], os.environ['EDIT_NEW'])\n"
+                      "open(p, 'w', encoding='utf-8').write(t)\n", encoding="utf-8")
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+
+    def set_edit(old: str, new: str) -> None:
+        monkeypatch.setenv("EDIT_OLD", old)
+        monkeypatch.setenv("EDIT_NEW", new)
+
+    return set_edit
+
+
+def test_cli_lists_skills_with_origin_and_path(capsys):
+    write_skill("weekly-review", "My own review.")
+    (user_dir() / "broken.md").write_bytes(b"\xff\xfe")
+    code, out, err = cli(capsys)
+    assert code == 0
+    assert f"skills folder: {skills.user_dir()}" in out
+    assert "integrate  Connect a node into the graph" in out
+    assert f"shipped · {skills.BUILTIN_DIR / 'integrate.md'}" in out
+    assert "weekly-review  My own review." in out and f"user (overrides shipped) · {user_dir() / 'weekly-review.md'}" in out
+    assert f"cairn: warning: skipped {user_dir() / 'broken.md'}: not valid UTF-8" in err
+    code, out, _ = cli(capsys, "--json")
+    listed = json.loads(out)
+    assert [s["name"] for s in listed] == SHIPPED
+    review = listed[2]
+    assert review == {"name": "weekly-review", "description": "My own review.", "origin": "user",
+                      "overrides_shipped": True, "path": str(user_dir() / "weekly-review.md"), "chars": len("Do the thing.")}
+
+
+def test_cli_shows_a_skill(capsys):
+    code, out, _ = cli(capsys, "show", "integrate")
+    assert code == 0 and out.startswith("integrate  Connect a node into the graph")
+    assert skills.load().get("integrate").instructions in out
+    code, out, _ = cli(capsys, "show", "weekly-review", "--json")
+    data = json.loads(out)
+    assert data["origin"] == "shipped" and data["instructions"].startswith("Help the user review their past week")
+    code, out, err = cli(capsys, "show", "nope")
+    assert code == 1 and out == ""
+    assert err == "cairn: There is no skill 'nope'; the skills are: integrate, summarise-source, weekly-review.\n"
+    code, _, err = cli(capsys, "show")
+    assert code == 1 and err == "cairn: Usage: cairn skills show NAME.\n"
+
+
+def test_cli_new_writes_a_valid_template_and_refuses_to_overwrite(capsys):
+    code, out, _ = cli(capsys, "new", "daily-log", "--no-edit", "--description", "Write  today's\nlog.")
+    path = skills.user_dir() / "daily-log.md"
+    assert code == 0 and out == f"Created the skill daily-log: {path} (edit it to write the instructions)\n"
+    skill = skills.read_file(path)
+    assert skill.description == "Write today's log." and skill.instructions.startswith("Write the instructions here")
+    before = path.read_bytes()
+    code, _, err = cli(capsys, "new", "daily-log", "--no-edit")
+    assert code == 1 and "The skill daily-log already exists" in err and path.read_bytes() == before
+    code, _, err = cli(capsys, "new", "integrate", "--no-edit")
+    assert code == 1 and "Cairn ships a skill named integrate; to change it run: cairn skills edit integrate" in err
+    assert not (skills.user_dir() / "integrate.md").exists()
+    for bad in ("Daily", "daily log", "../x"):
+        code, _, err = cli(capsys, "new", bad, "--no-edit")
+        assert code == 1 and "is not a valid skill name: use lowercase letters, digits and hyphens" in err
+    code, _, err = cli(capsys, "new", "empty-description", "--no-edit", "--description", "  ")
+    assert code == 1 and "--description is empty" in err
+    assert sorted(p.name for p in skills.user_dir().iterdir()) == ["daily-log.md"]
+
+
+def test_cli_new_opens_the_editor_at_a_terminal(capsys, editor, monkeypatch):
+    class TTY:
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", TTY())
+    editor("Write the instructions here", "Summarise today's notes. Write the instructions here")
+    code, out, _ = cli(capsys, "new", "daily-log")
+    assert code == 0 and out == f"Created the skill daily-log: {skills.user_dir() / 'daily-log.md'}\n"
+    assert skills.load().get("daily-log").instructions.startswith("Summarise today's notes.")
+    # --no-edit at a terminal: the template only
+    code, _, _ = cli(capsys, "new", "other", "--no-edit")
+    assert skills.load().get("other").instructions.startswith("Write the instructions here")
+
+
+def test_cli_edit_copies_a_shipped_skill_to_the_user_folder(capsys, editor):
+    shipped = skills.BUILTIN_DIR / "weekly-review.md"
+    shipped_bytes = shipped.read_bytes()
+    editor("Leave out type = 'memory' nodes", "Include type = 'memory' nodes")
+    code, out, _ = cli(capsys, "edit", "weekly-review")
+    copy = skills.user_dir() / "weekly-review.md"
+    assert code == 0
+    assert out == f"Saved the skill weekly-review: {copy} (your copy now overrides the shipped one)\n"
+    assert shipped.read_bytes() == shipped_bytes
+    skill = skills.load().get("weekly-review")
+    assert skill.origin == "user" and skill.overrides and "Include type = 'memory' nodes" in skill.instructions
+    # editing the user copy again changes it in place
+    editor("Include type = 'memory' nodes", "Skip memory nodes")
+    code, out, _ = cli(capsys, "edit", "weekly-review", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["changed"] is True and data["path"] == str(copy) and data["overrides_shipped"] is True
+    assert "Skip memory nodes" in copy.read_text(encoding="utf-8")
+
+
+def test_cli_edit_without_a_change_copies_nothing(capsys, editor):
+    editor("text that is not in the file", "anything")
+    code, out, _ = cli(capsys, "edit", "integrate")
+    assert code == 0 and out == "No change to the skill integrate.\n"
+    assert not (skills.user_dir() / "integrate.md").exists()
+
+
+def test_cli_an_invalid_edit_is_kept_aside_and_the_skill_is_unchanged(capsys, editor):
+    path = write_skill("my-skill", "Mine.", "Step one.")
+    before = path.read_bytes()
+    editor("description: Mine.\n", "")  # removes the description
+    code, _, err = cli(capsys, "edit", "my-skill")
+    rejected = path.with_name("my-skill.md.rejected")
+    assert code == 1
+    assert "The edit is not a valid skill" in err and "has no description" in err and str(rejected) in err
+    assert path.read_bytes() == before
+    assert rejected.read_text(encoding="utf-8") == "---\nname: my-skill\n---\nStep one.\n"
+    assert skills.load().warnings == []  # the .rejected file is not read as a skill
+
+
+def test_cli_edit_needs_an_editor(capsys, monkeypatch):
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    code, _, err = cli(capsys, "edit", "integrate")
+    assert code == 1 and "Set $EDITOR (or $VISUAL) to edit a skill, or copy" in err
+    code, _, err = cli(capsys, "edit", "nope")
+    assert code == 1 and "There is no skill 'nope'" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# the command palette
+
+
+async def test_the_palette_lists_skills_and_starts_a_message_that_uses_one(store, db_path):
+    from tui.app import CairnApp
+    from tui.widgets.chat_pane import ChatInput
+
+    write_skill("daily-log", "Write today's log.")
+    (user_dir() / "broken.md").write_bytes(b"---\nname: broken\n---\nno description\n")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await app.right_panes()
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        listed = [t for t in commands if t.startswith("Skills: ")]
+        assert listed == ["Skills: daily-log", "Skills: integrate", "Skills: summarise-source",
+                          "Skills: weekly-review", "Skills: 1 skill file skipped"]
+        assert commands["Skills: daily-log"].help == "Write today's log."
+        editor = app.query_one(ChatInput)
+        editor.load_text("the Alpha note")  # a draft is kept, after the skill's words
+        await commands["Skills: integrate"].callback()
+        await pilot.pause()
+        assert editor.text == "Use the integrate skill: the Alpha note"
+        assert app.focused is editor and editor.cursor_location == (0, len("Use the integrate skill: "))
+        assert app.query_one("#right").current == "chat"
+        await commands["Skills: integrate"].callback()  # not twice
+        assert editor.text == "Use the integrate skill: the Alpha note"
+        commands["Skills: 1 skill file skipped"].callback()
+        await pilot.pause()
+        notes = [n.message for n in app._notifications]
+        assert any("broken.md" in m and "has no description" in m for m in notes)
+        # a skill added while the app runs appears the next time the palette asks
+        write_skill("later")
+        assert "Skills: later" in {c.title for c in app.get_system_commands(app.screen)}

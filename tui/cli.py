@@ -1068,6 +1068,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("value", nargs="?")
     p = verb("chats", cmd_chats, "list conversations", read=True)
     p.add_argument("--limit", "-n", type=int, default=30)
+    from tui.cli_skills import cmd_skills
+
+    p = verb("skills", cmd_skills, "list, show, create or edit the chat's skills (instructions the model loads on demand)",
+             read=True)
+    p.add_argument("action", nargs="?", choices=["list", "show", "new", "edit"], default="list")
+    p.add_argument("name", nargs="?", metavar="NAME", help="a skill name: lowercase letters, digits, hyphens")
+    p.add_argument("--no-edit", action="store_true", help="new: write the template without opening $EDITOR")
+    p.add_argument("--description", metavar="TEXT", help="new: the skill's one-line description")
     from tui.cli_distil import cmd_distil
 
     p = verb("distil", cmd_distil, "propose notes from a chat (additions, updates, retirements); --accept applies",

@@ -48,6 +48,9 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
     yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
                         app.action_toggle_viewer)
     yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)
+    from tui.skill_commands import skill_commands
+
+    yield from skill_commands(app)  # "Skills: <name>" starts a chat message that uses the skill
     yield SystemCommand("Help: keys for the focused pane", "Every binding with its id (f1)", app.action_help)
 
 

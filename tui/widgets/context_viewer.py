@@ -34,10 +34,12 @@ MODEL_CHOICES = {
     "anthropic": ("claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"),
     "openai": ("gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini"),
 }
-BLOCK_ORDER = ("tools", "system", "core_notes", "background", "history", "user", "focus", "retrieved", "datetime")
+BLOCK_ORDER = ("tools", "system", "skills", "core_notes", "background", "history", "user", "focus", "retrieved",
+               "datetime")
 BLOCK_HELP = {
     "tools": "the agent's tool schemas",
     "system": "base context and the agent's instructions",
+    "skills": "the skill catalog (names and descriptions; activateSkill loads one) and the workflows",
     "core_notes": "notes marked always-on",
     "background": "the most-connected hub nodes (auto-context)",
     "history": "earlier turns as they were sent",

@@ -1,0 +1,136 @@
+"""`cairn skills`: list, show, create and edit skills (core/skills.py).
+
+Skills live in `skills/` beside the config file. Editing a shipped skill first copies it there (the
+copy overrides the shipped one by name); an edit that is no longer a valid skill is not saved over the
+skill but kept beside it as `NAME.md.rejected`, so nothing typed is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from core.errors import CairnError, InvalidInput
+
+
+def _warn(catalog) -> None:
+    for warning in catalog.warnings:
+        print(f"cairn: warning: {warning}", file=sys.stderr)
+
+
+def _origin(skill) -> str:
+    return "user (overrides shipped)" if skill.overrides else skill.origin
+
+
+def _editor() -> str | None:
+    return os.environ.get("VISUAL") or os.environ.get("EDITOR")
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temp file in the same folder, so a crash never leaves half a skill."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _edit_and_save(text: str, path: Path) -> bool:
+    """Hand `text` to $VISUAL/$EDITOR (tui.cli's helper); save it at `path` if it is still a valid skill.
+    Returns False when nothing changed. An invalid edit is kept as PATH.rejected and reported."""
+    from core import skills
+    from tui.cli import _edit_in_editor
+
+    edited = _edit_in_editor(text)
+    if edited == text:
+        return False
+    try:
+        skills.parse(edited, path)
+    except InvalidInput as exc:
+        rejected = path.with_name(path.name + ".rejected")
+        _write(rejected, edited)
+        raise CairnError(f"The edit is not a valid skill ({exc}); it was not saved as the skill, and is kept in "
+                         f"{rejected}.") from None
+    _write(path, edited)
+    return True
+
+
+def cmd_skills(args, out) -> int:
+    from core import skills
+
+    action = args.action
+    if action != "list" and not args.name:
+        raise InvalidInput(f"Usage: cairn skills {action} NAME.")
+    if action == "list" and args.name:
+        raise InvalidInput(f"Usage: cairn skills [list] (to see one skill: cairn skills show {args.name}).")
+    catalog = skills.load()
+    _warn(catalog)
+    folder = skills.user_dir()
+
+    if action == "list":
+        if out.as_json:
+            out.json([s.as_dict() for s in catalog.skills.values()])
+            return 0
+        out.text(f"skills folder: {folder}" + ("" if folder.is_dir() else " (not created yet)"), style="dim")
+        for s in catalog.skills.values():
+            out.text((s.name, "bold"), f"  {s.description}")
+            out.text((f"  {_origin(s)} · {s.path}", "dim"))
+        return 0
+
+    if action == "show":
+        skill = catalog.get(args.name)
+        if out.as_json:
+            out.json(skill.as_dict() | {"instructions": skill.instructions})
+        else:
+            out.text((skill.name, "bold"), f"  {skill.description}")
+            out.text((f"{_origin(skill)} · {skill.path}", "dim"))
+            out.text("")
+            out.text(skill.instructions)
+        return 0
+
+    name = skills.check_name(args.name)
+    path = folder / f"{name}.md"
+
+    if action == "new":
+        if path.exists():
+            raise InvalidInput(f"The skill {name} already exists ({path}); edit it with: cairn skills edit {name}.")
+        shipped = catalog.skills.get(name)
+        if shipped is not None and shipped.origin == "shipped":
+            raise InvalidInput(f"Cairn ships a skill named {name}; to change it run: cairn skills edit {name} "
+                               "(your copy will override the shipped one).")
+        text = skills.template(name)
+        if args.description is not None:
+            description = " ".join(args.description.split())
+            if not description:
+                raise InvalidInput("The --description is empty; give one line saying what the skill does.")
+            text = text.replace("description: One line saying when to use this skill.",
+                                f"description: {description}", 1)
+        interactive = not args.no_edit and sys.stdin.isatty() and _editor()
+        _write(path, text)  # the template is there even if the editor fails
+        if interactive:
+            try:
+                _edit_and_save(text, path)
+            except CairnError as exc:
+                raise CairnError(f"{exc} The skill file {path} holds the template.") from None
+        skill = skills.read_file(path)
+        if out.as_json:
+            out.json(skill.as_dict())
+        else:
+            out.text(f"Created the skill {name}: {path}" + ("" if interactive else " (edit it to write the instructions)"))
+        return 0
+
+    # edit
+    skill = catalog.get(name)
+    if not _editor():
+        raise InvalidInput("Set $EDITOR (or $VISUAL) to edit a skill, or "
+                           + (f"edit {path} directly." if skill.origin == "user"
+                              else f"copy {skill.path} to {path} and edit the copy (it overrides the shipped one)."))
+    changed = _edit_and_save(skill.path.read_text(encoding="utf-8"), path)
+    if out.as_json:
+        out.json((skills.load().get(name) if changed else skill).as_dict() | {"changed": changed})
+    elif not changed:
+        out.text(f"No change to the skill {name}.")
+    else:
+        copied = skill.origin == "shipped"
+        out.text(f"Saved the skill {name}: {path}" + (" (your copy now overrides the shipped one)" if copied else ""))
+    return 0
