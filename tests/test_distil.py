@@ -15,7 +15,8 @@ from chat_support import (  # noqa: F401  (fixtures)
     anthropic_provider,
     config,
     new_chat,
-    raw_bodies,
+    oai,
+    openai_provider,
     searcher,
     send,
 )
@@ -385,6 +386,22 @@ def test_replies_written_after_seeing_a_private_note_stay_local(store, searcher,
     assert "91731" in anth.last.body["messages"][-1]["content"][0]["text"]
 
 
+def test_distil_through_the_openai_provider(store, searcher, oai, graph):
+    chat = new_chat(store, openai_provider(oai), searcher)
+    oai.script.add(text("Three to one it is."))
+    send(chat, "My compost ratio is now three parts browns to one part greens.")
+    user_id = chat.messages()[0]["id"]
+    oai.script.add(text(json.dumps({"proposals": [
+        {"kind": "update", "node_id": graph["compost"], "description": "3:1 since the chat",
+         "source_message_id": user_id}]})))
+    result = distil.propose(store, chat.id, openai_provider(oai), never_send=(), searcher=searcher)
+    (p,) = result.proposals
+    assert p.changes == {"description": "3:1 since the chat"} and p.old == {"description": ""}
+    assert p.diff.splitlines()[-1] == "+3:1 since the chat"
+    sent = json.dumps(oai.last.body["messages"])
+    assert f'<message id=\\"{user_id}\\" role=\\"user\\">' in sent
+
+
 # -- pending proposals -----------------------------------------------------------------------------
 def test_pending_proposals_round_trip(store, conversation, anth):
     c = conversation
@@ -634,6 +651,9 @@ async def test_review_screen_edits_shows_text_literally_and_escape_writes_nothin
         await pilot.press("down")  # to the update
         await pilot.press("e")
         assert screen.state == "editing"
+        await pilot.press("escape")  # drops the edit, keeps the dialog
+        assert screen.state == "review" and isinstance(app.screen, type(screen)) and screen.decisions == [None] * 3
+        await pilot.press("e")
         editor = screen.query_one("#distil-editor", TextArea)
         assert editor.text == "Mix three parts browns to one part greens."
         editor.text = "Mix five parts browns to one part greens."

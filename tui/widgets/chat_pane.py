@@ -215,7 +215,7 @@ class ChatPane(Vertical):
         Binding("ctrl+o", "chat_list", "Chats", id="chat_list"),
         Binding("f5", "new_chat", "New chat", id="new_chat"),
         Binding("ctrl+z", "undo_created", "Undo created notes", id="undo_created"),
-        Binding("ctrl+t", "distil", "Distil into notes", id="distil", tooltip="Distil this chat into notes"),
+        Binding("ctrl+t", "distil", "Distil", id="distil", tooltip="Distil this chat into notes"),
     ]
 
     def __init__(self, services: Services, **kwargs):
