@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-MODES = ("off", "sent", "model")
 MAX_JUDGED = 40  # claims per model request; more are left unchecked (and say so)
 JUDGE_SOURCE_CHARS = 3000  # of a cited node's text given to the judge
 SENTENCE_CHARS = 300
