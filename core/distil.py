@@ -372,7 +372,8 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
         searcher = Searcher(store)
     query = " ".join(e.text for e in entries if e.role == "user")[-SEARCH_QUERY_CHARS:]
     try:
-        candidates += [h["id"] for h in searcher.search(query, mode="hybrid", limit=SEARCH_CANDIDATES)]
+        if query.strip():
+            candidates += [h["id"] for h in searcher.search(query, mode="hybrid", limit=SEARCH_CANDIDATES)]
     except CairnError as exc:  # an embedder that cannot load: go on with the nodes the chat touched
         warnings.append(f"The search for related notes failed ({exc}); only the notes the chat touched were sent.")
     nodes: list[dict] = []
@@ -460,7 +461,7 @@ def parse_reply(text: str, *, messages: dict[int, str], chat_messages: set[int],
     retired: set[int] = set()
     for i, item in enumerate(data["proposals"], 1):
         kind = item.get("kind") if isinstance(item, dict) else None
-        label = f"Proposal {i}" + (f" ({kind})" if isinstance(kind, str) else "")
+        label = f"Item {i} of the model's reply" + (f" ({kind})" if isinstance(kind, str) else "")
         try:
             if not isinstance(item, dict):
                 raise InvalidInput("it is not a JSON object")

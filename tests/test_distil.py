@@ -113,13 +113,13 @@ def test_propose_parses_each_kind_with_its_source_message_and_drops_bad_items(st
     assert ret.node_id == c["oven"] and ret.reason == "Dropped in favour of the cold smoker."
     # every bad item is named in a warning, none is proposed
     w = "\n".join(result.warnings)
-    assert "Proposal 4 (update) was dropped: node 9999 was not among the notes sent" in w
-    assert "Proposal 5 (addition) was dropped: it has no source_message_id" in w
-    assert "Proposal 6 (addition) was dropped: message 777 is not in this chat" in w
-    assert "Proposal 7 (addition) was dropped: its title is empty" in w
-    assert "Proposal 8 (retirement) was dropped: it does not say what superseded the node" in w
-    assert "Proposal 9 (merge) was dropped: its kind 'merge' is not one of" in w
-    assert "Proposal 10 was dropped: it is not a JSON object" in w
+    assert "Item 4 of the model's reply (update) was dropped: node 9999 was not among the notes sent" in w
+    assert "Item 5 of the model's reply (addition) was dropped: it has no source_message_id" in w
+    assert "Item 6 of the model's reply (addition) was dropped: message 777 is not in this chat" in w
+    assert "Item 7 of the model's reply (addition) was dropped: its title is empty" in w
+    assert "Item 8 of the model's reply (retirement) was dropped: it does not say what superseded the node" in w
+    assert "Item 9 of the model's reply (merge) was dropped: its kind 'merge' is not one of" in w
+    assert "Item 10 of the model's reply was dropped: it is not a JSON object" in w
     assert len(result.warnings) == 7
 
 
@@ -463,7 +463,7 @@ def test_cli_prints_numbered_proposals_and_applies_the_accepted_ones(store, conv
     assert "     +Mix three parts browns to one part greens." in out
     assert f"  3. × node {c['oven']} Pizza oven plan" in out and "superseded: Dropped in favour" in out
     assert f"from message {c['users'][1]}: “We dropped the pizza oven." in out
-    assert "warning: Proposal 4 (update) was dropped: node 9999" in out
+    assert "warning: Item 4 of the model's reply (update) was dropped: node 9999" in out
     assert f"cairn distil {chat_id} --accept 1,3" in out
     count = node_count(store)
 
