@@ -198,7 +198,9 @@ class Chat:
         runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
         user_id = self._insert("user", [_text_block(message)],
                                sent={"suffix": request.suffix.text,
-                                     "passages": {str(p.n): p.node_id for p in request.suffix.passages}})
+                                     "passages": {str(p.n): p.node_id for p in request.suffix.passages},
+                                     "passage_spans": citations.passage_spans(request.suffix.text,
+                                                                              request.suffix.passages)})
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
             with self.store.db.transaction() as conn:
@@ -293,7 +295,8 @@ class Chat:
     def _judge_citations(self, reply: Reply, request: ContextRequest, user_id: int,
                          cancel: threading.Event | None) -> None:
         """The optional model check: one request asking whether each cited text supports its sentence,
-        with the passages exactly as sent; the verdicts (or why the check failed) are stored with the reply."""
+        with the passages exactly as sent (read back from the user message's stored `sent`); the verdicts
+        (or why the check failed) are stored with the reply."""
         result = reply.citation_check
         result.mode = "model"
         if reply.status != "complete":
@@ -301,7 +304,8 @@ class Chat:
         elif self.provider.name == "offline":
             result.note = "citations not judged by a model: the offline provider quotes the passages themselves"
         else:
-            texts = {f"[{p.n}]": f"{p.title}\n{p.text}" for p in request.suffix.passages}
+            row = self.store.db.execute("SELECT sent FROM messages WHERE id = ?", (user_id,)).fetchone()
+            texts = {f"[{n}]": text for n, text in citations.passage_texts(json.loads(row["sent"])).items()}
             wanted = {i["ref"] for i in result.items if i["kind"] == "node" and i["status"] == "ok"}
             for node in self.store.get_nodes(sorted(wanted)):
                 if self.engine.visible(node):

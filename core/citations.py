@@ -318,6 +318,30 @@ def _tool_result_nodes(content: str) -> set[int]:
     return out
 
 
+# -- the passages as sent --------------------------------------------------------------------------------
+def passage_spans(suffix_text: str, passages) -> dict[str, list[int]]:
+    """Where each numbered passage (its `[N] [NODE:id:"title"]` header line and text) sits in the suffix
+    as sent, as {"N": [start, end]}: stored in the user message's `sent` beside the suffix, so the
+    passage text can be read back exactly (not from the node, which may have changed since)."""
+    out: dict[str, list[int]] = {}
+    pos = 0
+    for p in passages:
+        body = p.text.strip()
+        head = suffix_text.find(f"[{p.n}] [NODE:{p.node_id}:", pos)  # the header, as core.context writes it
+        start = suffix_text.find(body, head if head >= 0 else pos)
+        if not body or start < 0:
+            continue  # not in the suffix: the model check says it could not give this text to the model
+        out[str(p.n)] = [head if head >= 0 else start, start + len(body)]
+        pos = start + len(body)
+    return out
+
+
+def passage_texts(sent: dict | None) -> dict[str, str]:
+    """The passages' text as sent, by number, read back from a user message's stored `sent`."""
+    suffix = (sent or {}).get("suffix") or ""
+    return {n: suffix[a:b] for n, (a, b) in ((sent or {}).get("passage_spans") or {}).items()}
+
+
 # -- the model check -------------------------------------------------------------------------------------
 JUDGE_PROMPT = """\
 You check citations in an answer written from a user's notes. For each numbered claim you get the

@@ -235,6 +235,12 @@ def test_model_check_verdicts(store, searcher, anth, garden):
     prompt = judge["messages"][-1]["content"][0]["text"]
     passage_1 = [p for p in chat.request(QUESTION).suffix.passages if p.n == 1][0]
     assert passage_1.text.strip() in prompt and "Claim 1: cites [1]: Compost needs air and water [1]." in prompt
+    # the passage text given to the judge is read back from the user message's stored `sent`
+    user_sent = json.loads(store.db.execute("SELECT sent FROM messages WHERE chat_id = ? AND role = 'user'",
+                                            (chat.id,)).fetchone()[0])
+    as_sent = citations.passage_texts(user_sent)["1"]
+    assert as_sent.startswith(f"[1] [NODE:{a}:") and as_sent.endswith(passage_1.text.strip())
+    assert f"--- [1] ---\n{as_sent}\n" in prompt
     assert "Claim 3" not in prompt and "[7]" not in prompt
     assert "verdicts" in json.dumps(judge["system"]) and not judge.get("tools")
     assert reply.text.startswith("Compost needs air and water [1].")
@@ -244,6 +250,25 @@ def test_model_check_verdicts(store, searcher, anth, garden):
     logs = [json.loads(r[0]) for r in store.db.execute(
         "SELECT node_ids FROM sent_log WHERE chat_id = ? ORDER BY id", (chat.id,))]
     assert len(logs) == 2 and set(logs[1]) == {reply.citations["passages"]["1"], b}
+
+
+def test_passage_spans_read_back_exactly_what_was_sent():
+    from core.context import Passage
+
+    passages = [Passage(1, 10, "A", [], "  first text\n", 0.9), Passage(2, 11, "B", [], "second", 0.8),
+                Passage(3, 12, "C", [], "never rendered", 0.7)]
+    suffix = ('[Focused nodes]\nfirst text, second\n\n[Retrieved passages — cite as [N]]\n\n[1] [NODE:10:"A"]\nfirst text'
+              '\n\n[2] [NODE:11:"B"] › H\nsecond\n\n[Context — current date/time: x]')
+    spans = citations.passage_spans(suffix, passages)
+    texts = citations.passage_texts({"suffix": suffix, "passage_spans": spans})
+    assert texts == {"1": '[1] [NODE:10:"A"]\nfirst text', "2": '[2] [NODE:11:"B"] › H\nsecond'}
+    assert citations.passage_texts(None) == {} and citations.passage_texts({"suffix": "x"}) == {}
+    # a cited passage whose text cannot be read back is left unchecked, and says so
+    result = check("Claim [3].", {"3": 12}, set())
+    prompt, covered = citations.judge_request(result.items, {f"[{n}]": t for n, t in texts.items()})
+    assert covered == []
+    citations.apply_verdicts(result, covered, [])
+    assert result.lines() == ["· [3] not checked: its text could not be given to the model"]
 
 
 def test_model_check_accepts_a_fenced_answer_and_unclear(store, searcher, anth, garden):
