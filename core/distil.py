@@ -18,7 +18,9 @@ that is not the JSON asked for is an error and nothing is proposed. Nothing is w
   `metadata.retired = {reason, chat_id, message_id, via, at}`. A dimension keeps it findable
   (the Nodes browser's dimension filter, `cairn list -d retired`), visible in every view, and its
   edges intact; `unretire()` takes both off again and keeps the record in `provenance_log`. A node
-  is retired exactly when it carries the dimension (metadata.retired is the record of why).
+  is retired exactly when it carries the dimension (metadata.retired is the record of why), so
+  removing the dimension by hand (`cairn edit ID --remove-dimension retired`, the Focus panel) also
+  brings it back.
 
 An update or retirement whose node changed after the proposal was made (its `updated_at` or the
 proposed-against text differs) refuses the whole apply with a clear message: nothing is written,
@@ -164,6 +166,7 @@ class DistilResult:
     warnings: list[str]
     chat_id: int = 0
     sent_node_ids: list[int] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)  # the distil request's tokens, as the provider reported them
 
 
 @dataclass
@@ -354,7 +357,7 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
     `never_send` is the config's privacy.never_send (applied when the provider is remote); it has no
     default so that no caller can forget it."""
     from core.context import ContextRequest, Snapshot, Suffix
-    from core.providers.base import Turn
+    from core.providers.base import Turn, Usage
 
     if getattr(provider, "name", "") == "offline":
         raise DistilError(NEEDS_MODEL)
@@ -410,9 +413,12 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
                      " VALUES (?, NULL, ?, ?, ?, ?)",
                      (int(chat_id), provider.name, provider.model, json.dumps(sent_ids), clock.now()))
     text, stop = "", ""
+    usage = Usage()
     for event in provider.stream(Turn(request, [], f"cairn-distil-{chat_id}", MAX_REPLY_TOKENS), cancel):
         if event.type == "text":
             text += event.text
+        elif event.type == "usage" and event.usage is not None:
+            usage = usage + event.usage
         elif event.type == "stop":
             stop = event.stop_reason
         elif event.type == "error":
@@ -425,7 +431,7 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
     shown = {e.message_id: e.text for e in entries}
     proposals, more = parse_reply(text, messages=shown, chat_messages=chat_messages,
                                   nodes={n["id"]: n for n in nodes}, truncated=truncated)
-    return DistilResult(proposals, warnings + more, int(chat_id), sent_ids)
+    return DistilResult(proposals, warnings + more, int(chat_id), sent_ids, usage.as_dict())
 
 
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(.*)\n```\s*\Z", re.S)

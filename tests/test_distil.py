@@ -503,6 +503,7 @@ def test_cli_json_and_a_terminal_yes(store, conversation, anth, cli_env, capsys,
     assert [(p["n"], p["kind"]) for p in data["proposals"]] == [(1, "addition"), (2, "update"), (3, "retirement")]
     assert data["proposals"][1]["diff"].startswith(f"--- node {c['compost']} source (now)")
     assert "source" not in data["proposals"][2] and data["warnings"] == []
+    assert data["usage"]["input"] > 0 and data["usage"]["output"] > 0  # the fake server's reported usage
     monkeypatch.setattr("sys.stdin", _Stdin("y\n", tty=True))
     rc, out, err = cairn(capsys, db_path, c["chat"].id, "--accept", "2")
     assert rc == 0, err
@@ -592,7 +593,7 @@ async def test_review_screen_applies_only_the_accepted_proposals(store, conversa
 
     monkeypatch.setattr(core.embedder, "_shared", embedder)
     c = conversation
-    anth.script.add(slow(1.0), text(scripted_reply(c)))
+    anth.script.add(slow(1.0), text(scripted_reply(c, extra=bad_items(c)[:1])))
     count = node_count(store)
     app = review_app(db_path, anth)
     async with app.run_test(size=SIZE) as pilot:
@@ -606,6 +607,8 @@ async def test_review_screen_applies_only_the_accepted_proposals(store, conversa
         assert f"from message {c['users'][1]}: “We dropped the pizza oven." in labels[1]
         detail = plain(screen.query_one("#distil-detail"))
         assert "New node: Cold smoker" in detail
+        warnings = plain(screen.query_one("#distil-warnings-text"))
+        assert "⚠ Item 4 of the model's reply (update) was dropped: node 9999" in warnings
         await pilot.press("a")  # the addition
         detail = plain(screen.query_one("#distil-detail"))
         assert "-Mix two parts browns to one part greens." in detail  # the update's diff, now highlighted

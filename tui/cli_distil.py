@@ -78,9 +78,12 @@ def cmd_distil(args, out) -> int:
             if out.as_json:
                 out.json({"chat_id": result.chat_id,
                           "proposals": [{"n": n, **p.as_dict()} for n, p in enumerate(result.proposals, 1)],
-                          "warnings": result.warnings})
+                          "warnings": result.warnings, "usage": result.usage})
             else:
                 _print(out, result)
+                u = result.usage
+                out.text(f"{provider.name}/{provider.model} · tokens in {u.get('input', 0):,} "
+                         f"(cache read {u.get('cache_read', 0):,}) · out {u.get('output', 0):,}", style="dim")
             return 0
 
         numbers = _numbers(args.accept)

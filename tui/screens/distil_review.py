@@ -73,12 +73,15 @@ class DistilReviewScreen(ModalScreen):
         self._rows: list[int | None] = []  # option index → proposal index (None: a heading)
         self._editing: int | None = None
         self._cancel = threading.Event()
+        self.usage: dict = {}
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         with Vertical(id="distil-dialog", classes="dialog"):
             yield Static(Text(f"Distil chat #{self.chat_id} into notes"), classes="dialog-title")
             yield Static(id="distil-status")
+            with VerticalScroll(id="distil-warnings"):
+                yield Static(id="distil-warnings-text")
             yield OptionList(id="distil-proposals")
             with VerticalScroll(id="distil-detail-scroll"):
                 yield Static(id="distil-detail")
@@ -87,7 +90,8 @@ class DistilReviewScreen(ModalScreen):
             yield Static(id="distil-hint", classes="help-note")
 
     def on_mount(self) -> None:
-        for selector in ("#distil-proposals", "#distil-detail-scroll", "#distil-edit-title", "#distil-editor"):
+        for selector in ("#distil-warnings", "#distil-proposals", "#distil-detail-scroll", "#distil-edit-title",
+                         "#distil-editor"):
             self.query_one(selector).display = False
         self._status("distilling… the model is reading the chat (escape cancels; nothing is written)")
         self._hint("")
@@ -130,8 +134,12 @@ class DistilReviewScreen(ModalScreen):
         self.decisions = [None] * len(self.proposals)
         self.warnings = list(result.warnings)
         self.state = "review"
-        for warning in self.warnings:
-            self.notify(printable(warning), severity="warning", markup=False, timeout=10)
+        self.usage = dict(result.usage)
+        if self.warnings:
+            # In the dialog (they explain what is missing from the list), not a pile of toasts.
+            self.query_one("#distil-warnings-text", Static).update(
+                Text(printable("\n".join(f"⚠ {w}" for w in self.warnings))))
+            self.query_one("#distil-warnings").display = True
         if not self.proposals:
             self._status("The model proposed nothing to keep from this chat. Escape closes.")
             self._hint("escape close")
@@ -200,8 +208,11 @@ class DistilReviewScreen(ModalScreen):
     def _show_counts(self) -> None:
         accepted = self.decisions.count("accepted")
         rejected = self.decisions.count("rejected")
+        tokens = (f" · tokens in {self.usage.get('input', 0):,} out {self.usage.get('output', 0):,}"
+                  if self.usage else "")
         self._status(f"{len(self.proposals)} proposals · {accepted} accepted · {rejected} rejected · "
-                     f"{len(self.proposals) - accepted - rejected} undecided (only accepted ones are applied)")
+                     f"{len(self.proposals) - accepted - rejected} undecided (only accepted ones are applied)"
+                     + tokens)
 
     @on(OptionList.OptionHighlighted, "#distil-proposals")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
