@@ -287,9 +287,11 @@ def _transcript(rows, tainted: set[int]) -> tuple[list[_Entry], list[str]]:
     left_out = entries[: len(entries) - len(kept)]
     if left_out:
         chars = sum(len(e.text) for e in left_out)
-        warnings.append(f"The {len(left_out)} oldest message{'s' if len(left_out) != 1 else ''} "
+        many = len(left_out) != 1
+        warnings.append(f"The {len(left_out)} oldest message{'s' if many else ''} "
                         f"({chars:,} characters, messages {left_out[0].message_id}–{left_out[-1].message_id}) "
-                        f"were left out: the transcript is bounded to the last {MAX_TRANSCRIPT_CHARS:,} characters.")
+                        f"{'were' if many else 'was'} left out: the transcript is bounded to the last "
+                        f"{MAX_TRANSCRIPT_CHARS:,} characters.")
     kept.reverse()
     return kept, warnings
 
@@ -322,7 +324,7 @@ def _touched(rows, store: Store, chat_id: int) -> list[int]:
                 try:
                     result = json.loads(block.get("content") or "")
                 except (TypeError, ValueError):
-                    continue
+                    continue  # a plain-text result (most tools' errors, search passages): no id to take
                 if isinstance(result, dict):
                     for key in ("created", "updated"):
                         if isinstance(result.get(key), dict):

@@ -209,6 +209,18 @@ def test_a_long_chat_is_bounded_and_says_what_was_left_out(store, conversation, 
     assert result.proposals == []
 
 
+def test_a_newest_message_longer_than_the_bound_keeps_its_end(store, conversation, anth, monkeypatch):
+    c = conversation
+    monkeypatch.setattr(distil, "MAX_TRANSCRIPT_CHARS", 30)
+    result = run_propose(store, c, anth, '{"proposals": []}')
+    sent = anth.last.body["messages"][-1]["content"][0]["text"]
+    last = c["replies"][-1]
+    assert f'<message id="{last}" role="assistant">\n[… start left out]\n' in sent
+    assert "from an old filing cabinet." in sent and "Understood: no pizza oven" not in sent
+    assert any(f"Message {last} was cut: its first" in w for w in result.warnings)
+    assert any("were left out" in w for w in result.warnings)
+
+
 def test_an_update_to_a_truncated_node_text_is_dropped(store, conversation, anth, monkeypatch):
     c = conversation
     monkeypatch.setattr(distil, "MAX_NODE_TEXT_CHARS", 10)
