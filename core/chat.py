@@ -385,7 +385,7 @@ class Chat:
         from core import skills
 
         catalog = skills.load(self.engine.skills_dir)
-        name = name.strip()
+        name = name.strip().lower()
         skill = catalog.skills.get(name)
         if skill is None:
             raise ToolError(f"There is no skill {name!r}; the skills are: {', '.join(catalog.names) or '(none)'}.")

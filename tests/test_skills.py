@@ -16,9 +16,11 @@ from chat_support import (  # noqa: F401  (fixtures)
     SONNET,
     _no_proxies,
     anth,
+    oai,
     anthropic_provider,
     config,
     new_chat,
+    openai_provider,
     searcher,
     send,
     strip_cc,
@@ -406,6 +408,61 @@ def test_reattachment_is_bounded_oldest_dropped_first(store, searcher, anth, mon
     results = [b for b in anth.last.body["messages"][-1]["content"] if b.get("type") == "tool_result"]
     assert "UNIQUE-big-a" in results[0]["content"] and "already active" in results[1]["content"]
     assert chat.metadata["active_skills"] == ["big-b", "big-c", "big-a"]
+
+
+def test_a_skill_activated_in_the_kept_turns_stays_verbatim(store, searcher, anth, monkeypatch):
+    write_skill("old-one", "Old.", "OLD-SKILL-TEXT step.")
+    write_skill("new-one", "New.", "NEW-SKILL-TEXT step.")
+    chat = new_chat(store, anthropic_provider(anth), searcher)
+    anth.script.add(tool_call("activateSkill", {"name": "old-one"}))
+    anth.script.add(text("ok"))
+    send(chat, "use old-one")
+    filler_turns(chat, anth, 0, 3)
+    anth.script.add(tool_call("activateSkill", {"name": "New-One "}))  # names are matched lower-cased, trimmed
+    anth.script.add(text("ok"))
+    send(chat, "use new-one")
+    monkeypatch.setattr(chat_module, "SUMMARY_THRESHOLD_TOKENS", 100)
+    anth.script.add(text("## Decisions\n- none"))
+    anth.script.add(text("done"))
+    send(chat, "next")
+    assert chat.metadata["summary"] and chat.metadata["active_skills"] == ["old-one", "new-one"]
+    assert chat.metadata["skills_reattached"] == ["old-one"]
+    messages = anth.last.body["messages"]
+    assert "OLD-SKILL-TEXT" in messages[0]["content"][1]["text"]
+    assert "NEW-SKILL-TEXT" not in messages[0]["content"][1]["text"]
+    body = json.dumps(anth.last.body)
+    assert body.count("OLD-SKILL-TEXT") == 1 and body.count("NEW-SKILL-TEXT") == 1  # new-one: its tool result
+
+
+def test_activate_skill_with_the_openai_provider(store, searcher, oai):
+    chat = new_chat(store, openai_provider(oai), searcher)
+    oai.script.add(tool_call("activateSkill", {"name": "summarise-source"}))
+    oai.script.add(text("Summarising."))
+    send(chat, "Summarise this article")
+    body = oai.last.body
+    assert "## Skills (call activateSkill to load one)" in body["messages"][0]["content"]
+    assert body["tools"][-1]["function"]["name"] == "activateSkill"
+    tool_message = [m for m in body["messages"] if m["role"] == "tool"][0]
+    assert tool_message["content"] == skills.activation_text(skills.load().get("summarise-source"))
+    assert chat.metadata["active_skills"] == ["summarise-source"]
+
+
+def test_cairn_context_shows_the_skills_block(capsys):
+    from tui.cli import main
+
+    write_skill("daily-log", "Write today's log.")
+    assert main(["context", "hello", "--provider", "anthropic", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    names = [b["name"] for b in result["blocks"]]
+    assert names[:3] == ["tools", "system", "skills"]
+    skills_block = result["blocks"][2]
+    assert skills_block["cached"] is True and skills_block["tokens_est"] < 400  # small: names + descriptions
+    assert result["body"]["system"][1]["text"].startswith(skills.CATALOG_HEADING)
+    assert "- daily-log — Write today's log." in result["body"]["system"][1]["text"]
+    assert main(["context", "hello", "--agent", "worker", "--json"]) == 0
+    assert "skills" not in [b["name"] for b in json.loads(capsys.readouterr().out)["blocks"]]
+    assert main(["context", "hello"]) == 0
+    assert "     skills cached" in capsys.readouterr().out
 
 
 def test_reattach_block_bounds():
