@@ -730,3 +730,24 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
         assert "needs a model provider" in status(screen)
         await pilot.press("escape")
         assert not isinstance(app.screen, DistilReviewScreen)
+
+
+async def test_escape_while_distilling_leaves_and_writes_nothing(store, conversation, anth, embedder, monkeypatch,
+                                                                 db_path):
+    import core.embedder
+    from fakes import slow
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    c = conversation
+    anth.script.add(slow(1.0), text(scripted_reply(c)))
+    before = snapshot_nodes(store)
+    app = review_app(db_path, anth)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        assert screen.state == "distilling"
+        await pilot.press("escape")
+        assert not isinstance(app.screen, type(screen))
+        await app.workers.wait_for_complete()
+        await wait_for(pilot, lambda: len(anth.requests) == 4, what="the distil request to end")
+    assert snapshot_nodes(store) == before
