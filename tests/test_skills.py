@@ -570,6 +570,21 @@ def test_cli_new_opens_the_editor_at_a_terminal(capsys, editor, monkeypatch):
     # --no-edit at a terminal: the template only
     code, _, _ = cli(capsys, "new", "other", "--no-edit")
     assert skills.load().get("other").instructions.startswith("Write the instructions here")
+    # an edit that breaks the skill: the template stays, the edit is kept beside it
+    editor("name: broken-edit\n", "name: Broken Edit\n")
+    code, _, err = cli(capsys, "new", "broken-edit")
+    path = skills.user_dir() / "broken-edit.md"
+    assert code == 1 and "'Broken Edit' is not a valid skill name" in err
+    assert f"kept in {path}.rejected" in err and f"The skill file {path} holds the template." in err
+    assert skills.load().get("broken-edit").instructions.startswith("Write the instructions here")
+    assert "name: Broken Edit" in Path(f"{path}.rejected").read_text(encoding="utf-8")
+
+
+def test_cli_new_without_a_terminal_writes_the_template_only(capsys, editor):
+    editor("Write the instructions here", "EDITED")
+    code, out, _ = cli(capsys, "new", "plain")  # pytest's stdin is not a terminal
+    assert code == 0 and out.endswith("(edit it to write the instructions)\n")
+    assert "EDITED" not in (skills.user_dir() / "plain.md").read_text(encoding="utf-8")
 
 
 def test_cli_edit_copies_a_shipped_skill_to_the_user_folder(capsys, editor):
