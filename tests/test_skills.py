@@ -626,6 +626,23 @@ def test_cli_an_invalid_edit_is_kept_aside_and_the_skill_is_unchanged(capsys, ed
     assert skills.load().warnings == []  # the .rejected file is not read as a skill
 
 
+def test_cli_edit_fixes_a_broken_user_file(capsys, editor):
+    path = user_dir() / "fix-me.md"
+    path.write_text("---\nname: fix-me\n---\nSteps.\n", encoding="utf-8")
+    editor("not in the file", "anything")
+    code, out, err = cli(capsys, "edit", "fix-me", "--json")  # the editor changes nothing
+    assert code == 0 and f"cairn: warning: skipped {path}: the frontmatter has no description" in err
+    assert json.loads(out) == {"name": "fix-me", "path": str(path), "changed": False}
+    editor("name: fix-me\n", "name: fix-me\ndescription: Fixed now.\n")
+    code, out, err = cli(capsys, "edit", "fix-me")
+    assert code == 0 and out == f"Saved the skill fix-me: {path}\n"
+    assert skills.load().get("fix-me").description == "Fixed now." and skills.load().warnings == []
+    path.write_bytes(b"---\nname: fix-me\n\xff")
+    code, _, err = cli(capsys, "edit", "fix-me")
+    assert code == 1 and f"{path} is not valid UTF-8 (byte 0xff" in err
+    assert path.read_bytes() == b"---\nname: fix-me\n\xff"
+
+
 def test_cli_edit_needs_an_editor(capsys, monkeypatch):
     monkeypatch.delenv("EDITOR", raising=False)
     monkeypatch.delenv("VISUAL", raising=False)

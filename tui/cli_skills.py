@@ -119,18 +119,23 @@ def cmd_skills(args, out) -> int:
             out.text(f"Created the skill {name}: {path}" + ("" if interactive else " (edit it to write the instructions)"))
         return 0
 
-    # edit
-    skill = catalog.get(name)
+    # edit: the user's file if there is one (also one skipped as broken, so it can be fixed here), else a
+    # copy of the shipped skill
+    source = path if path.is_file() else catalog.get(name).path
+    copying = source != path
     if not _editor():
         raise InvalidInput("Set $EDITOR (or $VISUAL) to edit a skill, or "
-                           + (f"edit {path} directly." if skill.origin == "user"
-                              else f"copy {skill.path} to {path} and edit the copy (it overrides the shipped one)."))
-    changed = _edit_and_save(skill.path.read_text(encoding="utf-8"), path)
+                           + (f"copy {source} to {path} and edit the copy (it overrides the shipped one)." if copying
+                              else f"edit {path} directly."))
+    from tui.cli import _decode
+
+    original = _decode(source.read_bytes(), str(source))
+    changed = _edit_and_save(original, path)
     if out.as_json:
-        out.json((skills.load().get(name) if changed else skill).as_dict() | {"changed": changed})
+        loaded = skills.load().skills.get(name)  # None: a broken file left unchanged
+        out.json((loaded.as_dict() if loaded else {"name": name, "path": str(path)}) | {"changed": changed})
     elif not changed:
         out.text(f"No change to the skill {name}.")
     else:
-        copied = skill.origin == "shipped"
-        out.text(f"Saved the skill {name}: {path}" + (" (your copy now overrides the shipped one)" if copied else ""))
+        out.text(f"Saved the skill {name}: {path}" + (" (your copy now overrides the shipped one)" if copying else ""))
     return 0
