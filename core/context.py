@@ -89,6 +89,7 @@ class Passage:
     heading_path: list[str]
     text: str
     cosine: float | None  # None for a keyword-fallback passage (core.retrieval_fallback)
+    via: str = "search"  # "search"; in the keyword fallback "keyword" or "recent" (a recent note, not a match)
 
 
 @dataclass
@@ -267,7 +268,8 @@ class ContextEngine:
         scored = self.scored_hits(message)
         kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored)
         return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
-                        None if c is None else round(c, 4)) for i, (c, h) in enumerate(kept)]
+                        None if c is None else round(c, 4), h.get("fallback", "search"))
+                for i, (c, h) in enumerate(kept)]
 
     def _readable(self, hit: dict) -> bool:
         """Whether the agent may read this node: not private to this provider, inside its read scope."""
@@ -319,6 +321,8 @@ class ContextEngine:
             parts = ["[Retrieved passages — cite as [N]]"]
             for p in passages:
                 where = f" › {' › '.join(p.heading_path)}" if p.heading_path else ""
+                if p.via == "recent":
+                    where += " (a recent note, not a match for this message)"
                 parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}")
             retrieved = "\n\n".join(parts)
         now = now or datetime.now(timezone.utc)

@@ -58,8 +58,24 @@ def test_a_missing_model_falls_back_to_keywords_and_recent_notes(store, indexed_
     newest = passages[2]
     assert newest.text == "A thought captured a moment ago about bicycles." and newest.cosine is None
     assert all(p.cosine is None for p in passages) and [p.n for p in passages] == [1, 2, 3, 4]
+    assert [p.via for p in passages] == ["keyword", "keyword", "recent", "recent"]
     suffix = eng.suffix("how hot should the kiln be?")
     assert "[1] [NODE:" in suffix.retrieved and "Kiln firing" in suffix.retrieved
+    # The model is told which passages are only recent notes, not matches.
+    assert suffix.retrieved.count("(a recent note, not a match for this message)") == 2
+    assert f'[3] [NODE:{indexed_graph["newest"]}:"Newest idea"] (a recent note, not a match' in suffix.retrieved
+
+
+def test_the_offline_answer_marks_recent_notes(store, indexed_graph):
+    from core.chat import Chat
+    from core.config import Config
+    from core.providers.offline import OfflineProvider
+
+    chat = Chat(store, Config(), OfflineProvider(), searcher=Searcher(store, BrokenEmbedder()))
+    send(chat, "how hot should the kiln be?")
+    answer = chat.last_reply.text
+    assert "**Newest idea** *(a recent note, not a match)*" in answer
+    assert "**Kiln firing** —" in answer  # a keyword match is not marked
 
 
 def test_a_working_model_gives_no_note_and_no_recent_padding(store, indexed_graph, searcher):

@@ -137,3 +137,39 @@ def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
     assert "Tokens, last 7 days, openai" in r.stdout and "42 sent" in r.stdout
     with Store(home / "cairn.db") as s:  # stats only reads: the memory past the policy is still there
         assert s.get_node(old["id"])
+
+
+async def test_the_viewer_shows_the_stats_section(store, db_path, embedder, monkeypatch):
+    import time
+
+    import core.embedder
+    from rich.text import Text
+    from textual.widgets import Collapsible
+
+    from tui.app import CairnApp
+    from tui.widgets.context_viewer import ContextViewer
+
+    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    store.add_node("A note", "Some text.")
+    store.add_node("Answered: q", "A memory.", type="memory")
+
+    class Quiet(CairnApp):
+        def watch_database(self) -> None:
+            pass
+
+    app = Quiet(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        section = viewer.query_one("#viewer-stats-section", Collapsible)
+        assert section.collapsed  # out of the way until asked for
+        section.collapsed = False
+        stats_text = lambda: (lambda c: c.plain if isinstance(c, Text) else str(c))(
+            viewer.query_one("#viewer-stats").content)
+        deadline = time.monotonic() + 15
+        while "Nodes" not in stats_text():
+            assert time.monotonic() < deadline, "timed out waiting for the stats"
+            await pilot.pause(0.05)
+        shown = stats_text()
+        assert "2 (1 notes, 1 memory, 0 other)" in shown and "Retention" in shown and "Database" in shown

@@ -35,7 +35,8 @@ class OfflineProvider(Provider):
                 snippet = " ".join(p.text.split())
                 if len(snippet) > 280:
                     snippet = snippet[:279].rstrip() + "…"
-                lines.append(f"- [{p.n}] **{p.title}** — {snippet}")
+                recent = " *(a recent note, not a match)*" if p.via == "recent" else ""
+                lines.append(f"- [{p.n}] **{p.title}**{recent} — {snippet}")
             text = "\n".join(lines)
         for piece in text.splitlines(keepends=True):
             if cancel is not None and cancel.is_set():
