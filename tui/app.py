@@ -41,6 +41,7 @@ class CairnApp(App):
         Binding("f2", "toggle_viewer", "Context", id="toggle_viewer"),
         Binding("f3", "cycle_pane", "Next pane", id="cycle_pane"),
         Binding("f1", "help", "Help", id="help"),
+        Binding("L", "link_suggestions", "Link suggestions", id="link_suggestions", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -221,7 +222,31 @@ class CairnApp(App):
 
         if isinstance(self.screen, QuickCapture):
             return
-        self.push_screen(QuickCapture(self.services))
+        self.push_screen(QuickCapture(self.services), self._captured)
+
+    def _captured(self, node_id: int | None) -> None:
+        if node_id is not None:
+            from tui.workflows import after_save
+
+            after_save(self, node_id)  # "N link suggestions — press L" when the note mentions others
+
+    def on_node_view_saved(self, message) -> None:
+        """A Focus tab saved its editor (NodeView.Saved bubbles up): look for mentions to suggest."""
+        from tui.workflows import after_save
+
+        after_save(self, message.node["id"])
+
+    def action_link_suggestions(self) -> None:
+        from tui.workflows import link_suggestions
+
+        link_suggestions(self)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "link_suggestions":  # a bare key: not while typing, not over a dialog
+            from tui.widgets.text_field import is_text_field
+
+            return self.screen is self.screen_stack[0] and not is_text_field(self.focused)
+        return True
 
     async def action_quit(self) -> None:
         """Quit, asking first if a Focus tab has unsaved edits."""

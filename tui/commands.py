@@ -37,6 +37,10 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                                 panel.action_edit_in_editor)
             yield SystemCommand("Focus: link to another node", "A new explained edge (ctrl+e)", panel.action_new_edge)
             yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
+            yield SystemCommand("Focus: integrate", "Find related nodes and propose explained links (i)",
+                                panel.action_integrate)
+            yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",
+                                _link_suggestions(app, view.node_id, view.node["title"]))
 
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
@@ -52,6 +56,15 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
 
     yield from skill_commands(app)  # "Skills: <name>" starts a chat message that uses the skill
     yield SystemCommand("Help: keys for the focused pane", "Every binding with its id (f1)", app.action_help)
+
+
+def _link_suggestions(app: "CairnApp", node_id: int, title: str):
+    def run() -> None:
+        from tui.workflows import open_review
+
+        open_review(app, node_id, title, "mention")
+
+    return run
 
 
 def _chat_action(app: "CairnApp", name: str):

@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # NodeView (markdown, the editor) is imported when the first 
 
 TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
-TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node"}
-NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node"}
+TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
+               "integrate"}
+NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate"}
 
 
 def editor_argv(path: Path) -> list[str]:
@@ -92,6 +93,7 @@ class FocusPanel(Vertical):
         Binding("E", "edit_in_editor", "Edit in $EDITOR", id="edit_in_editor", show=False),
         Binding("ctrl+e", "new_edge", "Link", id="new_edge"),
         Binding("c", "copy_node", "Copy", id="copy_node"),
+        Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
     ]
 
     def __init__(self, services: Services, **kwargs):
@@ -502,3 +504,11 @@ class FocusPanel(Vertical):
         self.app.copy_to_clipboard(source)
         self.app.notify(f"Copied the source of “{printable(view.node['title'])}” ({len(source):,} characters).",
                         markup=False, timeout=3)
+
+    def action_integrate(self) -> None:
+        """i: proposed edges for the active node, reviewed in tui.screens.link_review."""
+        view = self.active_view
+        if view is not None and view.node is not None:
+            from tui.workflows import open_review
+
+            open_review(self.app, view.node_id, view.node["title"], "integrate")
