@@ -139,6 +139,13 @@ def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
         assert s.get_node(old["id"])
 
 
+def test_cairn_stats_without_a_database_says_so_and_creates_nothing(cairn_cmd, cli_env):
+    r = subprocess.run([*cairn_cmd, "stats"], env=cli_env, capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 1 and "No database at" in r.stderr and "add a note first" in r.stderr
+    assert not (Path(cli_env["CAIRN_HOME"]) / "cairn.db").exists()
+
+
 async def test_the_viewer_shows_the_stats_section(store, db_path, embedder, monkeypatch):
     import time
 
