@@ -201,8 +201,8 @@ async def test_footer_offers_the_node_keys_once_the_tab_has_loaded(app):
         panel = app.query_one(FocusPanel)
         with app.services.store():  # hold the database: the tab opens, and the footer is drawn, first
             await pilot.press("enter")
-            await wait_until(pilot, lambda: panel.active_view is not None and app.focused is not None
-                             and panel.active_view in app.focused.ancestors_with_self, "the tab to open")
+            await wait_until(pilot, lambda: panel.active_view is not None and app.focused is panel.strip,
+                             "the tab to open (the keyboard on its tab strip)")
             await pilot.pause()
             await pilot.pause()
             assert "e" not in footer_keys(app)  # nothing to edit yet

@@ -119,7 +119,9 @@ async def test_tabs_open_switch_close_and_tell_the_chat(db_path, nodes, focuses)
         await pilot.press("[")
         await settle(app, pilot)
         assert focuses[-1] == Focus(open=(alpha, beta), primary=alpha)
-        assert view_of(app, alpha) in app.focused.ancestors_with_self  # the keyboard follows the tab
+        # The keyboard stays on the Focus panel's tab strip: the panel's keys act on the new tab, and
+        # no focus moves on a switch (see test_the_tab_strip_keeps_the_keyboard_and_scrolls_the_tab).
+        assert app.focused is panel.strip
 
         await pilot.press("ctrl+w")
         panel.open_node(alpha)  # reopened before its old tab is gone
@@ -706,3 +708,74 @@ async def test_two_nodes_opened_at_once_end_on_the_second_and_a_click_picks_a_ta
         await pilot.click(f"#--content-tab-{panel._panes[alpha]}")  # the mouse still works
         await settle(app, pilot)
         assert panel.primary == alpha and focuses[-1].primary == alpha
+
+
+async def test_the_tab_strip_keeps_the_keyboard_and_scrolls_the_tab(db_path, store, nodes, focuses):
+    alpha, beta, _ = nodes
+    long = store.add_node("Long read", "\n\n".join(f"Paragraph {i} of a long note." for i in range(80)))
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        panel = await open_nodes(app, pilot, alpha, beta, long["id"])
+        assert app.focused is panel.strip  # opening a node hands the keyboard to the panel
+        read = view_of(app, long["id"]).query_one(".node-read")
+        assert read.max_scroll_y > 0 and read.scroll_y == 0
+        await pilot.press("down", "pagedown")
+        await settle(app, pilot)
+        assert read.scroll_y > 0  # the reading keys scroll the active tab
+        await pilot.press("end")
+        await settle(app, pilot)
+        assert read.scroll_y == read.max_scroll_y
+        await pilot.press("home")
+        await settle(app, pilot)
+        assert read.scroll_y == 0
+
+        await pilot.press("left")  # the strip's own keys switch tabs, and that choice is kept
+        await settle(app, pilot)
+        assert panel.primary == beta and focuses[-1].primary == beta
+        assert app.focused is panel.strip
+        await pilot.press("]")
+        await settle(app, pilot)
+        assert panel.primary == long["id"] and app.focused is panel.strip
+
+        await pilot.press("tab")  # tab enters the tab's text; its own keys scroll it there
+        await settle(app, pilot)
+        assert app.focused is read
+        await pilot.press("end")
+        await settle(app, pilot)
+        assert read.scroll_y == read.max_scroll_y
+        await pilot.press("[")  # a switch from inside a tab puts the keyboard back on the strip
+        await settle(app, pilot)
+        assert panel.primary == beta and app.focused is panel.strip
+
+
+async def test_an_unsaved_edit_survives_switching_tabs(db_path, store, nodes, focuses):
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        panel = await open_nodes(app, pilot, alpha, beta)
+        await pilot.press("e")
+        await settle(app, pilot)
+        await pilot.press("ctrl+a", "ctrl+k", *"Beta draft")
+        editor = view_of(app, beta).editor
+        assert app.focused is editor.query_one("#edit-title", Input)
+
+        await pilot.click(f"#--content-tab-{panel._panes[alpha]}")  # away (the keys would type here)
+        await settle(app, pilot)
+        assert panel.primary == alpha and focuses[-1].primary == alpha
+        assert app.focused is panel.strip
+        await pilot.press("e")  # a second editor, in the other tab
+        await settle(app, pilot)
+        assert view_of(app, alpha).editing
+        await pilot.press("ctrl+a", "ctrl+k", *"Alpha draft")
+        panel.open_node(beta)  # back, as enter in the Nodes pane does
+        await settle(app, pilot)
+
+        assert panel.primary == beta
+        assert view_of(app, beta).editor is editor and editor.dirty
+        assert editor.values()["title"] == "Beta draft"
+        assert app.focused is editor.query_one("#edit-title", Input)  # back where the keyboard was
+        alpha_editor = view_of(app, alpha).editor
+        assert alpha_editor is not None and alpha_editor.values()["title"] == "Alpha draft"
+        assert store.get_node(beta)["title"] == "Beta" and store.get_node(alpha)["title"] == "Alpha"  # unsaved

@@ -5,7 +5,9 @@
 - posts FocusChanged whenever tabs open/close or the active tab changes.
 
 Tabs of open nodes (one NodeView each); the active tab is the primary focused node. The panel's keys
-(ctrl+w, [, ], e, E, ctrl+e, c) act only when the keyboard is not in a text field.
+(ctrl+w, [, ], e, E, ctrl+e, c) act only when the keyboard is not in a text field. While a tab is
+read, the keyboard sits on the tab strip (up/down/page keys scroll the tab, left/right switch, tab
+enters it), so switching tabs moves no focus; a tab being edited takes it into its editor.
 
 E hands the node's source to $VISUAL / $EDITOR (else vi) in a temporary .md file while the app is
 suspended; the file is read and written in workers, the editor runs on the UI thread (App.suspend
@@ -28,7 +30,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from core.errors import NotFound
 from core.focus import Focus
@@ -94,6 +96,14 @@ class FocusPanel(Vertical):
         Binding("ctrl+e", "new_edge", "Link", id="new_edge"),
         Binding("c", "copy_node", "Copy", id="copy_node"),
         Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
+        # With the keyboard on the tab strip, the reading keys scroll the active tab (its read view
+        # has the same keys when it holds the keyboard itself).
+        Binding("up", "scroll_view('scroll_up')", "Scroll up", show=False),
+        Binding("down", "scroll_view('scroll_down')", "Scroll down", show=False),
+        Binding("pageup", "scroll_view('page_up')", "Page up", show=False),
+        Binding("pagedown", "scroll_view('page_down')", "Page down", show=False),
+        Binding("home", "scroll_view('scroll_home')", "Top", show=False),
+        Binding("end", "scroll_view('scroll_end')", "Bottom", show=False),
     ]
 
     def __init__(self, services: Services, **kwargs):
@@ -102,9 +112,13 @@ class FocusPanel(Vertical):
         self._order: list[int] = []  # node ids in tab order
         # The node the panel means to show (set by every open, tab key and click). Textual activates
         # the first tab of an empty TabbedContent a moment after adding it, which would otherwise
-        # win over a second node opened in the same moment; _tab_changed puts the wanted one back.
+        # win over a second node opened in the same moment; _tab_changed puts the wanted one back
+        # then. Any other tab the strip activates itself (left/right on it, a click) is the user's
+        # choice and becomes the wanted one.
         self._wanted: int | None = None
+        self._auto_pane: str | None = None  # a pane added to an empty strip, which Textual activates itself
         self._tabs: TabbedContent | None = None
+        self._strip: Tabs | None = None
         self._views: dict[int, "NodeView"] = {}  # node id -> the view in its current tab
         self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
@@ -153,12 +167,33 @@ class FocusPanel(Vertical):
             return view  # mounted in its tab
         return None
 
+    @property
+    def strip(self) -> Tabs:
+        """The row of tab labels, which holds the keyboard while a tab is being read."""
+        if self._strip is None:
+            self._strip = self.tabs.query_one(Tabs)
+        return self._strip
+
     def focus_default(self) -> None:
-        view = self.active_view
-        if view is not None:
-            view.focus_body()
+        primary = self.primary
+        if primary is not None and self.view(primary) is not None:
+            self._keyboard_to(primary)
         elif not self._order:
             self.query_one(EmptyHint).focus()
+
+    def _keyboard_to(self, node_id: int) -> None:
+        """Give the keyboard to a tab: one being edited takes it into its editor (where it last was);
+        one being read leaves it on the tab strip, where the reading keys scroll the tab and tab
+        enters it. The strip is the same widget for every tab, so a tab switch moves no focus:
+        moving it into each tab's own view made Textual repaint the whole screen and restyle both
+        views' subtrees, ~40 % of a switch's CPU time (bench/tui.py, tab_switch_ms)."""
+        view = self.view(node_id)
+        if view is None:
+            return
+        if view.editing:
+            view.focus_body()
+        elif self.app.focused is not self.strip:
+            self.strip.focus()
 
     def _sync(self) -> None:
         """Post FocusChanged if the open tabs or the primary changed; refresh the footer and hint."""
@@ -179,7 +214,7 @@ class FocusPanel(Vertical):
 
     # -- opening and closing -------------------------------------------------------------------------
     def open_node(self, node_id: int, title: str = "") -> None:
-        """Open a node in a new tab, or switch to its tab; the keyboard follows."""
+        """Open a node in a new tab, or switch to its tab; the keyboard follows (see _keyboard_to)."""
         node_id = int(node_id)
         self._wanted = node_id
         if node_id in self._order:
@@ -191,6 +226,8 @@ class FocusPanel(Vertical):
         from tui.widgets.node_view import NodeView
 
         view = self._views[node_id] = NodeView(self.services, node_id, classes="node-view")
+        if not self.tabs.tab_count:
+            self._auto_pane = pane
         added = self.tabs.add_pane(TabPane(tab_label(title or f"#{node_id}"), view, id=pane))
         self.tabs.display = True
         self.query_one(".focus-empty").display = False
@@ -211,9 +248,8 @@ class FocusPanel(Vertical):
             self._posted = focus
             self.app.post_message(FocusChanged(focus))
         self.tabs.active = self._panes[node_id]
-        view = self.view(node_id)
-        if view is not None and take_keyboard:
-            view.focus_body()
+        if take_keyboard:
+            self._keyboard_to(node_id)
         self._sync()
 
     def close_node(self, node_id: int) -> None:
@@ -242,20 +278,24 @@ class FocusPanel(Vertical):
     @on(TabbedContent.TabActivated)
     @on(TabbedContent.Cleared)
     def _tab_changed(self, event) -> None:
+        activated = getattr(getattr(event, "pane", None), "id", None)  # the pane this event activated
+        automatic = activated is not None and activated == self._auto_pane
+        if automatic:
+            self._auto_pane = None
+        active = self.tabs.active or ""
         wanted = self._wanted
         pane = self._panes.get(wanted) if wanted is not None else None
-        if pane is not None and self.tabs.active != pane and self.view(wanted) is not None:
-            self._activate(wanted)  # Textual activated another tab on its own
+        if automatic and pane is not None and active != pane:
+            # Textual activated the first tab on its own, after a later open: not the user's choice
+            if self.view(wanted) is not None:
+                self._activate(wanted)
+            else:
+                self._sync()  # the wanted tab activates itself once mounted (open_node)
             return
+        node = self._node_of(active)
+        if node is not None:
+            self._wanted = node  # ours, or the strip's own left/right or a click: the user's choice
         self._sync()
-
-    def on_click(self, event) -> None:
-        """A tab clicked with the mouse becomes the wanted one (the keys go through _activate)."""
-        from textual.widgets._tabbed_content import ContentTab
-
-        if isinstance(event.widget, ContentTab) and event.widget.id:
-            pane = ContentTab.sans_prefix(event.widget.id)
-            self._wanted = next((n for n, p in self._panes.items() if p == pane), self._wanted)
 
     # -- reloading -----------------------------------------------------------------------------------
     def reload(self, node_ids=()) -> None:
@@ -306,6 +346,9 @@ class FocusPanel(Vertical):
 
     # -- keys ----------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "scroll_view":
+            focused = self.app.focused  # only on the tab strip: elsewhere the focused widget has its own keys
+            return isinstance(focused, Tabs) and focused.parent is self._tabs
         if action not in TAB_ACTIONS:
             return True
         if is_text_field(self.app.focused):
@@ -341,6 +384,12 @@ class FocusPanel(Vertical):
             return
         index = (self._order.index(self.primary) + step) % len(self._order)
         self._activate(self._order[index])
+
+    def action_scroll_view(self, action: str) -> None:
+        """Scroll the active tab's read view (the keyboard is on the tab strip)."""
+        view = self.active_view
+        if view is not None and not view.editing:
+            getattr(view.query_one(".node-read"), f"action_{action}")()
 
     def action_prev_tab(self) -> None:
         self._step(-1)
@@ -487,9 +536,8 @@ class FocusPanel(Vertical):
                             markup=False, timeout=3)
             self.reload((edge["from_node_id"], edge["to_node_id"]))
             self.app.post_message(NodesChanged((edge["from_node_id"], edge["to_node_id"])))
-            current = self.view(from_id)
-            if current is not None and self.primary == from_id:
-                current.focus_body()
+            if self.view(from_id) is not None and self.primary == from_id:
+                self._keyboard_to(from_id)
 
         self.app.push_screen(EdgeModal(self.services, from_id, view.node["title"]), linked)
 
