@@ -88,15 +88,19 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"  # pragma: no cover
 
 
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count:,} {word if count == 1 else (plural or word + 's')}"
+
+
 def lines(stats: dict) -> list[tuple[str, str]]:
     """(label, value) rows for people: the CLI and the Stats section of the viewer print these."""
     n, idx, mem, tok = stats["nodes"], stats["index"], stats["memory"], stats["tokens_this_week"]
     out = [
-        ("Nodes", f"{n['total']:,} ({n['note']:,} notes, {n['memory']:,} memory, {n['other']:,} other)"),
+        ("Nodes", f"{n['total']:,} ({_n(n['note'], 'note')}, {n['memory']:,} memory, {n['other']:,} other)"),
         ("Edges", f"{stats['edges']:,}"),
         ("Chunks", f"{stats['chunks']:,}"),
-        ("Pending work", f"{idx['pending']:,} nodes waiting to be indexed, {idx['errors']:,} failed"),
-        ("Memory", f"{mem['nodes']:,} nodes, {mem['used']:,} used ({mem['uses']:,} uses), "
+        ("Pending work", f"{_n(idx['pending'], 'node')} waiting to be indexed, {idx['errors']:,} failed"),
+        ("Memory", f"{_n(mem['nodes'], 'node')}, {mem['used']:,} used ({_n(mem['uses'], 'use')}), "
                    f"{mem['never_used']:,} never used"),
     ]
     policy = mem["policy"]
@@ -117,5 +121,5 @@ def lines(stats: dict) -> list[tuple[str, str]]:
     for provider, t in tok["by_provider"].items():
         out.append((f"Tokens, last {tok['days']} days, {provider}",
                     f"{t['input']:,} sent ({t['cache_read']:,} read from cache, {t['cache_write']:,} written to it), "
-                    f"{t['output']:,} received, {t['replies']:,} replies"))
+                    f"{t['output']:,} received, {_n(t['replies'], 'reply', 'replies')}"))
     return out

@@ -133,7 +133,7 @@ def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
     assert data["tokens_this_week"]["by_provider"]["openai"]["input"] == 42
     assert data["database"]["total_bytes"] > 0
     r = run("stats")
-    assert r.returncode == 0 and "Nodes" in r.stdout and "2 (1 notes, 1 memory, 0 other)" in r.stdout
+    assert r.returncode == 0 and "Nodes" in r.stdout and "2 (1 note, 1 memory, 0 other)" in r.stdout
     assert "Tokens, last 7 days, openai" in r.stdout and "42 sent" in r.stdout
     with Store(home / "cairn.db") as s:  # stats only reads: the memory past the policy is still there
         assert s.get_node(old["id"])
@@ -179,4 +179,4 @@ async def test_the_viewer_shows_the_stats_section(store, db_path, embedder, monk
             assert time.monotonic() < deadline, "timed out waiting for the stats"
             await pilot.pause(0.05)
         shown = stats_text()
-        assert "2 (1 notes, 1 memory, 0 other)" in shown and "Retention" in shown and "Database" in shown
+        assert "2 (1 note, 1 memory, 0 other)" in shown and "Retention" in shown and "Database" in shown
