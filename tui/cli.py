@@ -1084,6 +1084,14 @@ def build_parser() -> argparse.ArgumentParser:
     provider_options(p)
     p.add_argument("--accept", metavar="N,N", help="apply these proposals of the last `cairn distil CHAT_ID`")
     p.add_argument("--yes", "-y", action="store_true", help="apply without asking")
+    from tui.cli_workflows import add_arguments as workflow_arguments, cmd_integrate, cmd_links
+
+    p = verb("integrate", cmd_integrate, "propose explained links from a node to related ones; --accept writes them",
+             read=True)
+    workflow_arguments(p, _id, model=True)
+    p = verb("links", cmd_links, "link the nodes a node's text mentions by title or alias; --accept writes them",
+             read=True)
+    workflow_arguments(p, _id, model=False)
     p = verb("mcp", cmd_mcp, "run the MCP server on stdin/stdout (for Claude Desktop, Claude Code ...)")
     p.add_argument("--print-config", action="store_true",
                    help="print the JSON that registers this server with an MCP client, and exit")
