@@ -39,7 +39,7 @@ never_send = []          # dimensions whose nodes never leave the machine, e.g. 
 allow_edits = false
 
 [memory]                 # retention of auto-written memory nodes (never your own notes); 0 = no limit
-max_age_days = 0         # trash memory not used (or, if never used, created) in this many days
+max_age_days = 0         # trash memory neither used nor edited in this many days
 max_count = 0            # keep only the N most recently used memory nodes
 
 [ui]

@@ -2,7 +2,9 @@
 
 Only nodes with type='memory' are ever considered; the user's own notes (any other type) are never
 touched, however old. A memory node's age is counted from its last use (core.memory: put into a
-request or read by a tool), or from its creation if it was never used. Nothing runs without a policy
+request or read by a tool) or its last edit, whichever is later; its creation if neither happened.
+Restoring a node from the trash counts as an edit (it sets updated_at), so a memory the user brings
+back is not trashed again on the next start. Nothing runs without a policy
 (both settings 0, the default). What the policy removes goes to the trash (restorable with
 `cairn restore`), and every caller says what it removed: `cairn doctor --repair` lists it, the app
 shows a notification on start.
@@ -48,10 +50,11 @@ def plan(store, policy: Policy, now: datetime | None = None) -> list[dict]:
     if not policy.active:
         return []
     now = now or datetime.now(timezone.utc)
-    # last_used: the last use, else the creation. Timestamps are ISO-8601 UTC, so they sort as text.
+    # last_used: the later of the last use and the last edit (updated_at, which starts at the creation).
+    # Timestamps are ISO-8601 UTC, so they compare as text.
     rows = store.db.execute(
-        "SELECT n.id, n.title, COALESCE(a.last_accessed_at, n.created_at) AS last_used,"
-        " COALESCE(a.access_count, 0) AS uses"
+        "SELECT n.id, n.title, MAX(COALESCE(a.last_accessed_at, ''), n.updated_at) AS last_used,"
+        " a.last_accessed_at, n.created_at, n.updated_at, COALESCE(a.access_count, 0) AS uses"
         " FROM nodes n LEFT JOIN memory_access a ON a.node_id = n.id WHERE n.type = 'memory'"
         " ORDER BY last_used DESC, n.id DESC").fetchall()
     cutoff = _stamp(now - timedelta(days=policy.max_age_days)) if policy.max_age_days else None
@@ -59,7 +62,12 @@ def plan(store, policy: Policy, now: datetime | None = None) -> list[dict]:
     for rank, r in enumerate(rows):
         reason = None
         if cutoff is not None and r["last_used"] < cutoff:
-            what = "last used" if r["uses"] else "created, never used,"
+            if r["last_accessed_at"] and r["last_accessed_at"] >= r["updated_at"]:
+                what = "last used"
+            elif r["updated_at"] != r["created_at"]:
+                what = "last edited"
+            else:
+                what = "created, never used,"
             reason = f"{what} more than {policy.max_age_days} days ago ({r['last_used'][:10]})"
         elif policy.max_count and rank >= policy.max_count:
             reason = f"beyond the {policy.max_count:,} most recently used memory nodes"

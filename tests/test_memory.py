@@ -220,6 +220,12 @@ def test_max_age_removes_only_old_unused_memory_never_a_note(store):
     assert {t["node_id"] for t in store.trash()} == {old_memory, used_long_ago}
     store.restore_node(old_memory)  # the trash is the ordinary, restorable one
     assert store.get_node(old_memory)["type"] == "memory"
+    # Restoring counts as an edit: the policy does not take it straight back on the next start.
+    assert [p["id"] for p in retention.plan(store, policy, NOW)] == []
+    store.db.execute("UPDATE nodes SET updated_at = ? WHERE id = ?", (days_ago(40), old_but_used))  # edited
+    used(store, old_but_used, 3, days_ago(60))
+    assert [p["reason"] for p in retention.plan(store, policy, NOW)] == [
+        f"last edited more than 30 days ago ({days_ago(40)[:10]})"]
     assert "Moved 2 memory nodes" in retention.summary(removed)
 
 
