@@ -313,7 +313,7 @@ class TitleIndex:
 
 
 _indexes: dict[str, TitleIndex] = {}
-_lock = threading.Lock()
+_lock = threading.RLock()  # held while an index is synced or read (app workers scan concurrently)
 
 
 def title_index(store) -> TitleIndex:
@@ -431,13 +431,14 @@ def scan(store, segments: list[str], *, exclude: Iterable[int] = (), ignore: Ite
     tokens = _tokenise(segments)
     if not tokens:
         return []
-    index = title_index(store)
     words = [t.word for t in tokens]
-    exact, fuzzy = _candidates(index, words)
-    exact_keys = list(exact)
-    fuzzy_keys = list(fuzzy)
-    found_exact = index.lookup([hash(" ".join(g)) for g in exact_keys], wild=False)
-    found_fuzzy = index.lookup([hash(_wild_key(w, k)) for w, k in fuzzy_keys], wild=True)
+    with _lock:
+        index = title_index(store)
+        exact, fuzzy = _candidates(index, words)
+        exact_keys = list(exact)
+        fuzzy_keys = list(fuzzy)
+        found_exact = index.lookup([hash(" ".join(g)) for g in exact_keys], wild=False)
+        found_fuzzy = index.lookup([hash(_wild_key(w, k)) for w, k in fuzzy_keys], wild=True)
     ids = {n for ns in found_exact for n in ns} | {n for ns in found_fuzzy for n in ns}
     if not ids:
         return []

@@ -202,3 +202,52 @@ async def test_the_bare_keys_stand_aside_in_text_fields(db_path, store, graph):
 
         names = [c.title for c in pane_commands(app)]
         assert "Focus: integrate" in names and "Focus: link suggestions" in names
+
+
+async def test_saving_in_the_editor_announces_new_mentions_once(db_path, store, graph):
+    from textual.widgets import TextArea
+
+    from tui.widgets.node_view import NodeEditor
+
+    node = graph["Sourdough bread"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(140, 44)) as pilot:
+        app.query_one(FocusPanel).open_node(node)
+        await settle(app, pilot)
+        for round_ in range(2):
+            await pilot.press("e")
+            await settle(app, pilot)
+            editor = app.query_one(NodeEditor)
+            editor.query_one("#edit-source", TextArea).text = "Baked while reading about BERT" + "." * (round_ + 1)
+            await pilot.press("ctrl+s")
+            await settle(app, pilot)
+            assert not app.query(NodeEditor)
+        announced = [n for n in notices(app) if "link suggestion" in n]
+        assert announced == ["1 link suggestion for “Sourdough bread” — press L"]  # the second save is no news
+        app.query_one(FocusPanel).focus_default()
+        await pilot.press("L")
+        await settle(app, pilot)
+        assert isinstance(app.screen, LinkReviewScreen)
+        assert [p.target_title for p in app.screen.proposals] == ["BERT"]
+
+
+async def test_escape_while_the_model_drafts_closes_and_writes_nothing(db_path, store, graph, anth, monkeypatch):
+    from fakes import slow
+
+    anth.script.add(slow(3), text("[]"))
+    app = anthropic_app(db_path, anth, monkeypatch)
+    async with app.run_test(size=(140, 44)) as pilot:
+        app.query_one(FocusPanel).open_node(graph["Transformers"])
+        await settle(app, pilot)
+        await pilot.press("i")
+        for _ in range(200):  # until the request is on its way
+            await pilot.pause(0.05)
+            if anth.requests:
+                break
+        screen = app.screen
+        assert isinstance(screen, LinkReviewScreen) and screen.state == "finding"
+        assert "finding…" in str(screen.query_one("#links-status").render())
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert not isinstance(app.screen, LinkReviewScreen)
+    assert store.db.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 0
