@@ -280,10 +280,14 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
             p.confidence = round((p.confidence + model_conf) / 2, 3)
     hidden = len(proposals) - len(sent)
     proposals.sort(key=lambda p: (-p.confidence, p.target_id))
+    notes = []
     if hidden:
-        return (f"{_plural(hidden, 'candidate')} with a privacy.never_send dimension {'was' if hidden == 1 else 'were'} "
-                f"not sent to {provider.name} and {'has' if hidden == 1 else 'have'} no drafted explanation.")
-    return None
+        notes.append(f"{_plural(hidden, 'candidate')} with a privacy.never_send dimension {'was' if hidden == 1 else 'were'} "
+                     f"not sent to {provider.name} and {'has' if hidden == 1 else 'have'} no drafted explanation.")
+    if len(drafts) < len(sent):
+        notes.append(f"The model drafted explanations for {len(drafts)} of the {len(sent)} candidates it was sent; "
+                     "the others have none.")
+    return " ".join(notes) or None
 
 
 def propose(store, searcher, node_id: int, *, limit: int = 8, provider=None, never_send: Iterable[str] = (),

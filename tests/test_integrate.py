@@ -164,6 +164,16 @@ def test_a_bad_model_reply_keeps_the_search_proposals_and_says_why(store, search
     assert not out.drafted and reason in out.warning and "could not be used" in out.warning
 
 
+def test_a_reply_that_skips_candidates_says_so(store, searcher, graph, anth):
+    offline = propose(store, searcher, graph["Transformers"])
+    first = offline[0]
+    anth.script.add(text(json.dumps([{"target_id": first.target_id, "explanation": "Only this.", "confidence": 0.7}])))
+    out = propose(store, searcher, graph["Transformers"], provider=anthropic_provider(anth))
+    assert {p.target_id: p.explanation for p in out}[first.target_id] == "Only this."
+    assert all(p.explanation == "" for p in out if p.target_id != first.target_id)
+    assert f"drafted explanations for 1 of the {len(offline)} candidates" in out.warning
+
+
 def test_a_failed_request_keeps_the_search_proposals_with_a_warning(store, searcher, graph, anth):
     offline = propose(store, searcher, graph["Transformers"])
     anth.script.add(http_error(401))
