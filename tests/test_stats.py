@@ -114,7 +114,8 @@ def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
     with Store(home / "cairn.db") as s:
         s.add_node("One", "first")
         old = s.add_node("Answered: old", "memory", type="memory")
-        s.db.execute("UPDATE nodes SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (old["id"],))
+        s.db.execute("UPDATE nodes SET created_at = ?1, updated_at = ?1 WHERE id = ?2",
+                     ("2020-01-01T00:00:00.000Z", old["id"]))
         c = chat_row(s, "openai")
         s.db.execute("INSERT INTO messages(chat_id, role, content, usage, created_at)"
                      " VALUES (?, 'assistant', '[]', ?, ?)",
