@@ -19,6 +19,7 @@ from typing import Any
 from core import memory, retrieval_fallback
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
+from core.distil import RETIRED
 from core.focus import Focus  # noqa: F401  (part of this module's interface)
 from core.store import Store
 
@@ -167,6 +168,11 @@ def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
     return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
+def _retired(node: dict) -> bool:
+    """Retired by distilling a chat (core.distil): the node carries the `retired` dimension."""
+    return any(d.lower() == RETIRED for d in node["dimensions"])
+
+
 def node_ref(node: dict) -> str:
     return f'[NODE:{node["id"]}:{json.dumps(node["title"], ensure_ascii=False)}]'
 
@@ -207,7 +213,7 @@ class ContextEngine:
             ids += [n["id"] for n in core_nodes]
         background = ""
         if self.agent.background and self.background_enabled:
-            hubs = [h for h in self.store.hubs(HUBS * 2) if self.visible(h)][:HUBS]
+            hubs = [h for h in self.store.hubs(HUBS * 2) if self.visible(h) and not _retired(h)][:HUBS]
             if hubs:
                 background = "## Background: the most-connected nodes\n" + "\n".join(
                     f"{node_ref(h)} (edges: {h['edge_count']})" for h in hubs)
@@ -272,9 +278,12 @@ class ContextEngine:
                 for i, (c, h) in enumerate(kept)]
 
     def _readable(self, hit: dict) -> bool:
-        """Whether the agent may read this node: not private to this provider, inside its read scope."""
+        """Whether retrieval may put this node into the context: not private to this provider, inside
+        the agent's read scope, and not retired (a note a distilled chat superseded stays in the graph,
+        but is not offered to the model as current knowledge; it can still be opened or read by a tool)."""
         scope = {d.lower() for d in self.agent.read_scope}
-        return self.visible(hit) and (not scope or bool({d.lower() for d in hit["dimensions"]} & scope))
+        return (self.visible(hit) and not _retired(hit)
+                and (not scope or bool({d.lower() for d in hit["dimensions"]} & scope)))
 
     def scored_hits(self, message: str) -> list[tuple[float, dict]]:
         """Retrieval candidates the agent may read, best first, each with its passage's cosine (memory

@@ -342,3 +342,25 @@ def test_an_off_topic_message_gets_no_passages_and_an_on_topic_one_does(store, i
     for message in ("Who painted the ceiling of the Sistine Chapel?", "How do I center a div with CSS?",
                     "What is the offside rule in football?"):
         assert eng.retrieve(message) == [], message
+
+
+def test_retired_nodes_are_neither_hubs_nor_retrieved_but_still_open_in_focus(store, indexer, searcher):
+    """A note a distilled chat retired (core.distil: the `retired` dimension) stays in the graph but
+    is not offered to the model as current knowledge: no hub, no retrieved passage; open in Focus it
+    is still described, with its dimension saying it is retired."""
+    old = store.add_node("Espresso ratio", "The espresso ratio is one to two, brewed in thirty seconds. " * 3,
+                         dimensions=["coffee", "retired"])
+    new = store.add_node("Espresso ratio today", "The espresso ratio is one to two and a half now. " * 3,
+                         dimensions=["coffee"])
+    others = [store.add_node(f"Bean {i}") for i in range(3)]
+    for o in others:
+        store.add_edge(old["id"], o["id"], "the old ratio used this bean")
+    store.add_edge(new["id"], others[0]["id"], "the new ratio uses this bean")
+    indexer.run()
+    eng = engine(store, searcher)
+    snap = eng.snapshot(variables())
+    assert old["id"] not in snap.node_ids and new["id"] in snap.node_ids
+    titles = {p.title for p in eng.retrieve("what is the espresso ratio")}
+    assert "Espresso ratio today" in titles and "Espresso ratio" not in titles
+    eng.set_focus(Focus(primary=old["id"], open=(old["id"],)))
+    assert "retired" in eng.suffix("hello").focus
