@@ -112,10 +112,10 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
             finding.repaired = _fts_ok(store, table)[0]
         add(finding)
 
-    errors = [r[0] for r in db.execute("SELECT id FROM nodes WHERE chunk_status = 'error'")]
+    errors = [r[0] for r in db.execute("SELECT id FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'error'")]
     add(Finding("index_errors", len(errors), f"{len(errors)} nodes failed to index" + (
         f" (first: {errors[:5]})" if errors else "")))
-    pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
+    pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'").fetchone()[0]
     add(Finding("pending", pending, f"{pending} nodes waiting to be indexed (run `cairn index`)"))
 
     _retention(store, retention_policy, repair, report)
@@ -128,8 +128,8 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
                                  [(i,) for i in sorted(requeue)])
         if reindex is not None and (requeue or pending):
             report.reindexed = reindex()
-        remaining_pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
-        remaining_errors = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'error'").fetchone()[0]
+        remaining_pending = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'").fetchone()[0]
+        remaining_errors = db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'error'").fetchone()[0]
         for f in report.findings:
             if f.check in ("missing_vectors", "stale_vectors") and f.count:
                 f.repaired = reindex is not None and remaining_pending == 0

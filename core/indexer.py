@@ -60,7 +60,7 @@ class Indexer:
 
     # -- queue -----------------------------------------------------------------------------------
     def pending_count(self) -> int:
-        return self.store.db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending'").fetchone()[0]
+        return self.store.db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'").fetchone()[0]
 
     def ensure_embedder(self) -> bool:
         """If the database was embedded by another model, recreate the vector tables and re-queue all.
@@ -122,7 +122,7 @@ class Indexer:
         # Nodes skipped because they changed mid-batch are retried by the next run, not this one,
         # so a node edited in a tight loop by another process cannot keep this run from finishing.
         sizes = self.store.db.execute(
-            "SELECT id, length(source) FROM nodes WHERE chunk_status = 'pending'"
+            "SELECT id, length(source) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'"
             " AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?",
             (json.dumps(sorted(attempted)), size),
         ).fetchall()
@@ -137,7 +137,7 @@ class Indexer:
             return []
         return self.store.db.execute(
             "SELECT id, title, description, source FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
-            " AND chunk_status = 'pending' ORDER BY id",
+            " AND chunk_status != 'indexed' AND chunk_status = 'pending' ORDER BY id",
             (json.dumps(chosen),),
         ).fetchall()
 

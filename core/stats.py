@@ -50,8 +50,8 @@ def collect(store, config=None, now: datetime | None = None) -> dict:
     nodes["other"] = nodes["total"] - nodes["note"] - nodes["memory"]
     counts = db.execute(
         "SELECT (SELECT COUNT(*) FROM edges) AS edges, (SELECT COUNT(*) FROM chunks) AS chunks,"
-        " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending') AS pending,"
-        " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'error') AS errors,"
+        " (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending') AS pending,"
+        " (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'error') AS errors,"
         " (SELECT COUNT(*) FROM trash) AS trash,"
         " (SELECT COUNT(*) FROM chats WHERE json_extract(metadata, '$.parent_chat_id') IS NULL) AS chats"
     ).fetchone()

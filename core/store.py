@@ -429,11 +429,13 @@ class Store:
         return [{"dimension": r["dimension"], "count": r["count"]} for r in rows]
 
     def counts(self) -> dict[str, int]:
+        # `chunk_status != 'indexed' AND ...`: the form that lets SQLite use the partial index
+        # nodes_status (`= 'pending'` alone scans the table: 4.8 ms at 100k nodes, 0.004 ms with it).
         row = self.db.execute(
             "SELECT (SELECT COUNT(*) FROM nodes) AS nodes, (SELECT COUNT(*) FROM edges) AS edges,"
             " (SELECT COUNT(*) FROM chunks) AS chunks,"
-            " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'pending') AS pending,"
-            " (SELECT COUNT(*) FROM nodes WHERE chunk_status = 'error') AS errors"
+            " (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending') AS pending,"
+            " (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'error') AS errors"
         ).fetchone()
         return dict(row)
 
