@@ -43,7 +43,7 @@ def test_integrate_lists_numbered_proposals_and_says_once_it_drafts_nothing_offl
     assert rc == 0, err
     assert out.count("Explanations are not drafted without a model") == 1
     assert "  1. [" in out and "Attention Is All You Need" in out and "Sourdough" not in out
-    assert "(no explanation drafted)" in out and "--accept 1,3" in out
+    assert "(no explanation drafted)" in out and "--accept 1,2 [--explanation 1=" in out
     assert edges(store) == []
 
     rc, out, err = cli(capsys, db_path, "integrate", str(graph["Transformers"]), "--json")

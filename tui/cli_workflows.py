@@ -142,8 +142,9 @@ def run(args, out, mode: str) -> int:
             else:
                 _print(out, proposals, warnings, node, mode)
                 if proposals:
+                    pick = "1,2" if len(proposals) > 1 else "1"
                     out.text("")
-                    out.text(f"Write some with: cairn {mode} {node['id']} --accept 1,3 [--explanation 3=\"...\"] "
+                    out.text(f"Write some with: cairn {mode} {node['id']} --accept {pick} [--explanation 1=\"...\"] "
                              "(add --yes when not at a terminal)", style="dim")
             return 0
 
