@@ -35,11 +35,16 @@ MAX_CATALOG = 40  # skills listed in the cached prefix
 MAX_DESCRIPTION_CHARS = 120  # of one description in the catalog
 
 CATALOG_HEADING = "## Skills (call activateSkill to load one)"
-# The user-run workflows (other parts of issue 8 build them); the model only needs to know they exist.
+# The user-run workflows (core/integrate.py, core/mentions.py, core/distil.py): the model cannot run
+# them, but should know they exist and how the user starts them, to suggest one when it fits.
 WORKFLOWS = (
-    "## Workflows (the user starts these from the app; suggest one when it fits)\n"
-    "- Integrate a node: find related nodes and propose explained edges for the user to accept, edit or reject.\n"
-    "- Distil a chat: propose new notes, updates and retirements from a conversation for the user to review."
+    "## Workflows (the user starts these; suggest one when it fits)\n"
+    "- Integrate a node: find related nodes and propose explained edges for the user to accept, edit or reject "
+    "(key i on a node in the Focus panel; `cairn integrate ID`).\n"
+    "- Link suggestions: edges for the other nodes a note mentions by title or alias (key L after saving; "
+    "`cairn links ID`).\n"
+    "- Distil a chat: propose new notes, updates and retirements from a conversation for the user to review "
+    "(ctrl+t in the chat; `cairn distil CHAT_ID`)."
 )
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
