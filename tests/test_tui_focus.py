@@ -779,3 +779,25 @@ async def test_an_unsaved_edit_survives_switching_tabs(db_path, store, nodes, fo
         alpha_editor = view_of(app, alpha).editor
         assert alpha_editor is not None and alpha_editor.values()["title"] == "Alpha draft"
         assert store.get_node(beta)["title"] == "Beta" and store.get_node(alpha)["title"] == "Alpha"  # unsaved
+
+
+async def test_a_tab_switch_brings_the_tab_label_into_view_at_once(db_path, store, focuses):
+    ids = [store.add_node(f"A rather long node title number {i}", f"Note {i}.")["id"] for i in range(8)]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        panel = await open_nodes(app, pilot, *ids)
+        strip = panel.strip
+        scroller = strip.query_one("#tabs-scroll")
+        assert scroller.scroll_x > 0  # the last tab's label is scrolled into view; the first is not in view
+
+        panel.action_next_tab()  # wraps to the first tab
+        # In the same frame as the switch, not one frame later: the label is in view, underlined.
+        tab = strip.active_tab
+        assert panel.primary == ids[0] and tab is not None
+        start, end = tab.virtual_region.shrink(tab.styles.gutter).column_span
+        assert scroller.scroll_x <= start and end <= scroller.scroll_x + scroller.size.width
+        underline = strip.query_one("Underline")
+        assert (underline.highlight_start, underline.highlight_end) == (start, end)
+        await settle(app, pilot)
+        assert (underline.highlight_start, underline.highlight_end) == (start, end)  # Textual agrees later

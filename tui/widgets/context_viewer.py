@@ -136,6 +136,7 @@ class ContextViewer(VerticalScroll):
         self._updating = False
         self._focus_engine = None
         self._focus_engine_key = None
+        self._chat_pane = None  # the ChatPane beside this viewer (see _last_usage)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -388,11 +389,15 @@ class ContextViewer(VerticalScroll):
         self.query_one("#viewer-summary", Static).update(text)
 
     def _last_usage(self) -> dict | None:
-        from tui.widgets.chat_pane import ChatPane
+        # The chat pane is held once found: this runs on every Focus tab switch, and a query of the
+        # whole screen was ~2 ms of the ~25 a switch takes (bench/tui.py).
+        pane = self._chat_pane
+        if pane is None or not pane.is_attached:
+            from tui.widgets.chat_pane import ChatPane
 
-        for pane in self.screen.query(ChatPane):
-            if pane.chat_id is not None and pane.chat_id == getattr(self, "_chat_id", None):
-                return pane.last_usage
+            pane = self._chat_pane = next(iter(self.screen.query(ChatPane)), None)
+        if pane is not None and pane.chat_id is not None and pane.chat_id == getattr(self, "_chat_id", None):
+            return pane.last_usage
         return None
 
     # -- stats -------------------------------------------------------------------------------------

@@ -124,13 +124,14 @@ class FocusPanel(Vertical):
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
         self._external_edit = False  # an $EDITOR round is under way
+        self._title = ""  # the border title last set
 
     def compose(self) -> ComposeResult:
         yield EmptyHint(Text(EMPTY_HINT), classes="focus-empty")
         yield TabbedContent(id="focus-tabs")
 
     def on_mount(self) -> None:
-        self.border_title = "Focus"
+        self._title = self.border_title = "Focus"
         self.query_one("#focus-tabs", TabbedContent).display = False
 
     # -- state ---------------------------------------------------------------------------------------
@@ -200,7 +201,9 @@ class FocusPanel(Vertical):
         empty = not self._order
         self.query_one(".focus-empty").display = empty
         self.tabs.display = not empty
-        self.border_title = f"Focus · {len(self._order)} open" if self._order else "Focus"
+        title = f"Focus · {len(self._order)} open" if self._order else "Focus"
+        if title != self._title:  # setting a border title repaints the whole panel, even when unchanged
+            self._title = self.border_title = title
         self.refresh_bindings()
         active = self.primary
         if self._order and active is None:
@@ -248,9 +251,23 @@ class FocusPanel(Vertical):
             self._posted = focus
             self.app.post_message(FocusChanged(focus))
         self.tabs.active = self._panes[node_id]
+        self._align_strip()
         if take_keyboard:
             self._keyboard_to(node_id)
         self._sync()
+
+    def _align_strip(self) -> None:
+        """Scroll the tab strip to the active tab and put its underline there now, from the labels'
+        current places (a switch does not move them). Textual does both after the next frame: the
+        scroll then cost a second frame that, coming right after a layout, repainted the whole
+        screen (~15 ms), and the underline a third; its own later alignment now finds nothing to do."""
+        strip = self.strip
+        tab = strip.active_tab
+        if tab is None or not tab.virtual_region:
+            return  # a new tab not laid out yet: Textual aligns it after its first frame
+        strip.query_one("#tabs-scroll").scroll_to_center(tab, animate=False, force=True, immediate=True)
+        underline = strip.query_one("Underline")
+        underline.highlight_start, underline.highlight_end = tab.virtual_region.shrink(tab.styles.gutter).column_span
 
     def close_node(self, node_id: int) -> None:
         """Close a node's tab; the tab to its right (else left) becomes primary."""
