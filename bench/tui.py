@@ -17,6 +17,8 @@ Progress goes to stderr; the last line of stdout is one JSON object.
   bench/store.py): the latency is real, the semantic relevance is not.
 - tab_switch_ms: with 10 nodes open in Focus and the Context viewer shown, the time from the next-tab
   action (what `]` does) to the viewer showing the new primary node in its focused-node block.
+  tab_switch_frame_ms: to the first frame written to the terminal after that (what a person sees:
+  the new tab and the viewer's new block on screen).
 """
 
 from __future__ import annotations
@@ -111,6 +113,14 @@ async def bench_interactive(db: Path, words: list[str]) -> dict:
     import asyncio
 
     app = CairnApp(db, first_run_prompt=False, manage_gc=True)  # as `cairn` runs it (tui/app.py run_app)
+    frames: list[float] = []  # when each frame was handed to the (headless) terminal driver
+    display = app._display
+
+    def timed_display(screen, renderable):
+        frames.append(time.perf_counter())
+        return display(screen, renderable)
+
+    app._display = timed_display
     out: dict = {}
     async with app.run_test(size=(160, 48)) as pilot:
         browser = app.query_one(NodeBrowser)
@@ -160,7 +170,7 @@ async def bench_interactive(db: Path, words: list[str]) -> dict:
         focus.focus()
         await pilot.pause()
         log("  switching tabs")
-        switches, missed = [], 0
+        switches, shown, missed = [], [], 0
         for _ in range(20):
             order = list(focus._order)
             expected = order[(order.index(focus.primary) + 1) % len(order)]
@@ -173,11 +183,16 @@ async def bench_interactive(db: Path, words: list[str]) -> dict:
                 missed += 1  # counted, and reported: the viewer never showed this primary
                 continue
             switches.append((time.perf_counter() - t0) * 1000)
+            await until(lambda: frames[-1] >= viewer.focus_rendered_at)
+            shown.append((next(f for f in frames if f >= viewer.focus_rendered_at) - t0) * 1000)
             await pilot.pause()
         out["tab_switch_missed"] = missed
         switches.sort() if switches else switches.append(float("nan"))
         out["tab_switch_ms"] = round(switches[len(switches) // 2], 2)
         out["tab_switch_p95_ms"] = round(switches[int(len(switches) * 0.95)], 2)
+        shown.sort() if shown else shown.append(float("nan"))
+        out["tab_switch_frame_ms"] = round(shown[len(shown) // 2], 2)
+        out["tab_switch_frame_p95_ms"] = round(shown[int(len(shown) * 0.95)], 2)
     return out
 
 
