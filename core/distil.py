@@ -40,7 +40,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from core import clock
+from core import clock, pending
 from core.errors import CairnError, InvalidInput, NotFound
 from core.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
 
@@ -557,22 +557,19 @@ def _pending_key(chat_id: int) -> str:
 
 def save_pending(store: Store, result: DistilResult) -> None:
     """Keep the proposals just shown, so `--accept N` picks from exactly those (not a new model reply)."""
-    store.set_meta(_pending_key(result.chat_id), json.dumps(
-        {"at": clock.now(), "proposals": [asdict(p) for p in result.proposals], "warnings": result.warnings},
-        ensure_ascii=False))
+    pending.save(store, _pending_key(result.chat_id), [asdict(p) for p in result.proposals], result.warnings)
 
 
 def load_pending(store: Store, chat_id: int) -> DistilResult | None:
-    raw = store.meta(_pending_key(chat_id))
-    if not raw:
+    kept = pending.load(store, _pending_key(chat_id))
+    if kept is None:
         return None
-    data = json.loads(raw)
-    return DistilResult([Proposal(**p) for p in data["proposals"]], list(data.get("warnings") or []), int(chat_id))
+    proposals, warnings, _at = kept
+    return DistilResult([Proposal(**p) for p in proposals], warnings, int(chat_id))
 
 
 def clear_pending(store: Store, chat_id: int) -> None:
-    with store.db.transaction() as conn:
-        conn.execute("DELETE FROM meta WHERE key = ?", (_pending_key(chat_id),))
+    pending.clear(store, _pending_key(chat_id))
 
 
 # -- apply -----------------------------------------------------------------------------------------

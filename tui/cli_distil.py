@@ -8,20 +8,7 @@ model reply. Applying asks for confirmation at a terminal and needs `--yes` else
 from __future__ import annotations
 
 from core.errors import CairnError, InvalidInput
-
-
-def _numbers(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit() or int(part) < 1:
-            raise InvalidInput(f"--accept takes proposal numbers such as 1,3; {part!r} is not one.")
-        out.append(int(part))
-    if not out:
-        raise InvalidInput("--accept takes proposal numbers such as 1,3.")
-    return list(dict.fromkeys(out))
+from tui.cli_accept import accept_numbers
 
 
 def _print(out, result) -> None:
@@ -86,7 +73,7 @@ def cmd_distil(args, out) -> int:
                          f"(cache read {u.get('cache_read', 0):,}) · out {u.get('output', 0):,}", style="dim")
             return 0
 
-        numbers = _numbers(args.accept)
+        numbers = accept_numbers(args.accept)
         result = distil.load_pending(store, args.chat_id)
         if result is None:
             raise CairnError(f"No proposals are waiting for chat {args.chat_id}: run `cairn distil {args.chat_id}` "

@@ -14,27 +14,12 @@ needs `--yes` elsewhere; all the accepted links are written in one transaction, 
 
 from __future__ import annotations
 
-import json
-
-from core import clock
+from core import pending
 from core.errors import CairnError, InvalidInput
+from tui.cli_accept import accept_numbers
 
 OFFLINE_NOTE = ("Explanations are not drafted without a model (the chat provider is offline): give each link you "
                 "accept one with --explanation N=\"...\".")
-
-
-def _numbers(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit() or int(part) < 1:
-            raise InvalidInput(f"--accept takes proposal numbers such as 1,3; {part!r} is not one.")
-        out.append(int(part))
-    if not out:
-        raise InvalidInput("--accept takes proposal numbers such as 1,3.")
-    return list(dict.fromkeys(out))
 
 
 def _explanations(values: list[str] | None) -> dict[int, str]:
@@ -55,24 +40,21 @@ def _pending_key(mode: str, node_id: int) -> str:
 
 
 def _save(store, mode: str, node_id: int, proposals, warnings: list[str]) -> None:
-    store.set_meta(_pending_key(mode, node_id), json.dumps(
-        {"at": clock.now(), "proposals": [p.as_dict() for p in proposals], "warnings": warnings},
-        ensure_ascii=False))
+    pending.save(store, _pending_key(mode, node_id), [p.as_dict() for p in proposals], warnings)
 
 
 def _load(store, mode: str, node_id: int):
     from core.integrate import Proposal
 
-    raw = store.meta(_pending_key(mode, node_id))
-    if not raw:
+    kept = pending.load(store, _pending_key(mode, node_id))
+    if kept is None:
         return None
-    data = json.loads(raw)
-    return [Proposal(**p) for p in data["proposals"]], list(data.get("warnings") or []), data["at"]
+    proposals, warnings, at = kept
+    return [Proposal(**p) for p in proposals], warnings, at
 
 
 def _clear(store, mode: str, node_id: int) -> None:
-    with store.db.transaction() as conn:
-        conn.execute("DELETE FROM meta WHERE key = ?", (_pending_key(mode, node_id),))
+    pending.clear(store, _pending_key(mode, node_id))
 
 
 def _find(args, store, mode: str):
@@ -148,7 +130,7 @@ def run(args, out, mode: str) -> int:
                              "(add --yes when not at a terminal)", style="dim")
             return 0
 
-        numbers = _numbers(args.accept)
+        numbers = accept_numbers(args.accept)
         kept = _load(store, mode, args.id)
         if kept is not None:
             proposals, warnings, at = kept
