@@ -459,6 +459,7 @@ async def test_help_lists_the_chat_bindings_with_ids(db_path):
         from tui.screens.help import HelpScreen
 
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        assert str(app.screen.query_one(".dialog-title").render()).startswith("Keys for the Chat pane")
         table = app.screen.query_one(DataTable)
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         send = [r for r in rows if r[3] == "send_message"]

@@ -403,6 +403,8 @@ async def test_help_at_80x24_names_keys_as_typed_and_keeps_its_note_on_screen(db
         rows = {str(table.get_row_at(i)[3]): str(table.get_row_at(i)[1]) for i in range(table.row_count)}
         assert rows["prev_tab"] == "[" and rows["next_tab"] == "]"  # not "left_square_bracket"
         assert rows["search_nodes"] == "/" and rows["close_tab"] == "ctrl+w"
+        title = app.screen.query_one(".dialog-title").render()
+        assert str(title).startswith("Keys for the Focus pane")  # the pane's name, not a widget class
         note = app.screen.query_one(".help-note")
         inside = app.screen.query_one("#help-dialog").content_region
         assert note.region.height > 0 and note.region.bottom <= inside.bottom  # the whole note shows

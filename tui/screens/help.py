@@ -27,6 +27,15 @@ def display_key(key: str) -> str:
     return "+".join([*modifiers, char])
 
 
+def _pane(node) -> str:
+    """The pane the focused widget sits in, as the user knows it ("the Focus pane"); else its class."""
+    for ancestor in node.ancestors_with_self:
+        name = getattr(ancestor, "PANE_NAME", None)
+        if name:
+            return name
+    return _where(node)
+
+
 def _where(node) -> str:
     if node.id:
         return f"{type(node).__name__}#{node.id}"
@@ -82,7 +91,7 @@ class HelpScreen(ModalScreen):
 
         pane = "nothing focused"
         if self.focused_widget is not None:
-            pane = _where(self.focused_widget)
+            pane = _pane(self.focused_widget)
         with Vertical(id="help-dialog", classes="dialog"):
             yield Static(Text(printable(f"Keys for {pane} (nearest first), then those that work everywhere")),
                          classes="dialog-title")

@@ -209,6 +209,7 @@ class SourceList(OptionList):
 
 
 class ChatPane(Vertical):
+    PANE_NAME = "the Chat pane"  # what f1 help calls it
     BINDINGS = [
         Binding("ctrl+j,alt+enter", "send_message", "Send", id="send_message"),
         Binding("escape", "stop_reply", "Stop reply", id="stop_reply"),

@@ -118,6 +118,7 @@ class _Saved(Message, bubble=False):
 
 
 class ContextViewer(VerticalScroll):
+    PANE_NAME = "the Settings / Context viewer"  # what f1 help calls it
     BINDINGS = [
         Binding("r", "refresh_context", "Refresh", id="refresh_context"),
         Binding("e", "toggle_blocks", "Expand/collapse blocks", id="toggle_blocks"),

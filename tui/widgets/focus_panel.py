@@ -86,6 +86,7 @@ class EmptyHint(Static, can_focus=True):
 
 
 class FocusPanel(Vertical):
+    PANE_NAME = "the Focus pane"  # what f1 help calls it
     BINDINGS = [
         Binding("ctrl+w", "close_tab", "Close tab", id="close_tab"),
         Binding("[", "prev_tab", "Prev tab", id="prev_tab"),

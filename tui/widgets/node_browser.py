@@ -166,6 +166,7 @@ class NodeList(OptionList):
 
 
 class NodeBrowser(Vertical):
+    PANE_NAME = "the Nodes pane"  # what f1 help calls it
     class Loaded(Message):
         def __init__(self, result: Result) -> None:
             super().__init__()
