@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from core import model_reply
+
 MAX_JUDGED = 40  # claims per model request; more are left unchecked (and say so)
 JUDGE_SOURCE_CHARS = 3000  # of a cited node's text given to the judge
 SENTENCE_CHARS = 300
@@ -370,13 +372,9 @@ def judge_request(items: list[dict], texts: dict[str, str]) -> tuple[str, list[i
 
 def parse_verdicts(answer: str, count: int) -> list[tuple[str, str]]:
     """The model's verdicts as (verdict, why) for claims 1..count; ValueError says what is wrong."""
-    raw = answer.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", raw, re.S)
-    if fenced:
-        raw = fenced.group(1)
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = model_reply.json_payload(answer)  # a markdown code fence around it is allowed
+    except model_reply.NotJSON:
         raise ValueError(f"the model's answer is not JSON ({' '.join(answer.split())[:80]!r})") from None
     if not isinstance(data, dict) or not isinstance(data.get("verdicts"), list):
         raise ValueError('the model\'s answer has no "verdicts" list')
@@ -411,8 +409,7 @@ def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str,
     """Ask the provider, in one request, whether each cited text supports its sentence; update `result`
     in place. Returns the node ids whose text was sent (for sent_log). Any failure (provider error,
     answer not the JSON asked for) sets `result.error`; it never passes silently."""
-    from core.context import ContextRequest, Snapshot, Suffix
-    from core.providers.base import ProviderError, Turn, Usage
+    from core.providers.base import ProviderError, Usage
 
     result.mode = "model"
     prompt, covered = judge_request(result.items, texts)
@@ -420,21 +417,19 @@ def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str,
         apply_verdicts(result, [], [])
         return []
     sent_ids = sorted({result.items[i]["node_id"] for i in covered if result.items[i]["node_id"] is not None})
-    request = ContextRequest(Snapshot([], JUDGE_PROMPT, "", "", []), [], prompt, Suffix("", "", ""), provider.model)
-    answer, usage = "", Usage()
+    usage = Usage()
     try:
-        for event in provider.stream(Turn(request, [], chat_key + "-citations", min(4096, 512 + 96 * len(covered))),
-                                     cancel):
-            if event.type == "text":
-                answer += event.text
-            elif event.type == "usage":
-                usage = usage + event.usage
-            elif event.type == "error":
-                raise event.error
-            elif event.type == "stop" and event.stop_reason == "cancelled":
-                raise ProviderError("stopped before the model answered")
+        try:
+            reply = model_reply.complete(provider, JUDGE_PROMPT, prompt, chat_key=chat_key + "-citations",
+                                         max_tokens=min(4096, 512 + 96 * len(covered)), cancel=cancel)
+        except model_reply.ReplyFailed as exc:
+            usage = exc.usage  # what the provider counted before it failed
+            raise
+        usage = reply.usage
+        if reply.stop == "cancelled":
+            raise ProviderError("stopped before the model answered")
         result.usage = usage.as_dict()
-        apply_verdicts(result, covered, parse_verdicts(answer, len(covered)))
+        apply_verdicts(result, covered, parse_verdicts(reply.text, len(covered)))
     except (ProviderError, ValueError) as exc:
         result.usage = usage.as_dict()
         result.error = f"citation check failed: {exc}"

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from core import clock, pending
+from core import clock, model_reply, pending
 from core.errors import CairnError, InvalidInput, NotFound
 from core.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
 
@@ -358,9 +357,6 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
 
     `never_send` is the config's privacy.never_send (applied when the provider is remote); it has no
     default so that no caller can forget it."""
-    from core.context import ContextRequest, Snapshot, Suffix
-    from core.providers.base import Turn, Usage
-
     if getattr(provider, "name", "") == "offline":
         raise DistilError(NEEDS_MODEL)
     never = {d.lower() for d in never_send} if provider.remote else set()
@@ -408,35 +404,25 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
     user_text = (f"<conversation chat_id=\"{chat_id}\">\n{conversation}\n</conversation>\n\n"
                  f"<existing_nodes>\n{chr(10).join(node_parts) if node_parts else '(none)'}\n</existing_nodes>")
 
-    request = ContextRequest(Snapshot([], SYSTEM_PROMPT, "", "", []), [], user_text, Suffix("", "", ""), provider.model)
     sent_ids = [n["id"] for n in nodes]
     with store.db.transaction() as conn:
         conn.execute("INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at)"
                      " VALUES (?, NULL, ?, ?, ?, ?)",
                      (int(chat_id), provider.name, provider.model, json.dumps(sent_ids), clock.now()))
-    text, stop = "", ""
-    usage = Usage()
-    for event in provider.stream(Turn(request, [], f"cairn-distil-{chat_id}", MAX_REPLY_TOKENS), cancel):
-        if event.type == "text":
-            text += event.text
-        elif event.type == "usage" and event.usage is not None:
-            usage = usage + event.usage
-        elif event.type == "stop":
-            stop = event.stop_reason
-        elif event.type == "error":
-            raise DistilError(f"The model could not distil chat {chat_id}: {event.error}") from event.error
-    if stop == "cancelled":
+    try:
+        reply = model_reply.complete(provider, SYSTEM_PROMPT, user_text, chat_key=f"cairn-distil-{chat_id}",
+                                     max_tokens=MAX_REPLY_TOKENS, cancel=cancel)
+    except model_reply.ReplyFailed as exc:
+        raise DistilError(f"The model could not distil chat {chat_id}: {exc}") from exc.__cause__
+    if reply.stop == "cancelled":
         raise DistilError("Distilling was cancelled; nothing was proposed.")
-    if stop == "max_tokens":
+    if reply.stop == "max_tokens":
         raise DistilError(f"The model's reply was cut at its token limit ({MAX_REPLY_TOKENS:,}) before the JSON ended; "
                           "nothing was proposed. Distil a shorter chat, or use a model with a larger output limit.")
     shown = {e.message_id: e.text for e in entries}
-    proposals, more = parse_reply(text, messages=shown, chat_messages=chat_messages,
+    proposals, more = parse_reply(reply.text, messages=shown, chat_messages=chat_messages,
                                   nodes={n["id"]: n for n in nodes}, truncated=truncated)
-    return DistilResult(proposals, warnings + more, int(chat_id), sent_ids, usage.as_dict())
-
-
-_FENCE = re.compile(r"\A```(?:json)?\s*\n(.*)\n```\s*\Z", re.S)
+    return DistilResult(proposals, warnings + more, int(chat_id), sent_ids, reply.usage.as_dict())
 
 
 def _int(value: Any) -> int | None:
@@ -447,19 +433,13 @@ def parse_reply(text: str, *, messages: dict[int, str], chat_messages: set[int],
                 truncated: set[int] = frozenset()) -> tuple[list[Proposal], list[str]]:
     """Validate the model's JSON strictly: a reply that is not `{"proposals": [...]}` raises DistilError;
     each bad item is dropped with a warning that says why."""
-    raw = text.strip()
-    fenced = _FENCE.match(raw)
-    if fenced:  # the one liberty taken: a reply wrapped in a markdown code fence
-        raw = fenced.group(1).strip()
-    if not raw:
-        raise DistilError("The model's reply was empty; nothing was proposed. Try again.")
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        msg = getattr(exc, "msg", str(exc))
-        where = f" at line {exc.lineno} column {exc.colno}" if hasattr(exc, "lineno") else ""
-        raise DistilError(f"The model's reply is not valid JSON ({msg}{where}); nothing was proposed. "
-                          f"It began: {_excerpt(raw, 120)!r}") from None
+        data = model_reply.json_payload(text)  # a markdown code fence around the JSON is allowed
+    except model_reply.NotJSON as exc:
+        if exc.empty:
+            raise DistilError("The model's reply was empty; nothing was proposed. Try again.") from None
+        raise DistilError(f"The model's reply is not valid JSON ({exc.reason}); nothing was proposed. "
+                          f"It began: {_excerpt(exc.body, 120)!r}") from None
     if not isinstance(data, dict) or not isinstance(data.get("proposals"), list):
         raise DistilError('The model\'s reply is JSON but not {"proposals": [...]}; nothing was proposed.')
 

@@ -22,12 +22,11 @@ the node being integrated is one, no request is made at all. What was sent is wr
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from core import clock
+from core import clock, model_reply
 from core.errors import InvalidInput
 
 SEARCH_CANDIDATES = 50  # hybrid hits looked at
@@ -193,16 +192,10 @@ def parse_drafts(text: str, candidate_ids: Iterable[int]) -> dict[int, tuple[str
     JSON list of {target_id, explanation, confidence} naming only candidates, each once (one markdown
     code fence around the JSON is allowed)."""
     allowed = set(candidate_ids)
-    body = text.strip()
-    fence = re.fullmatch(r"```[a-zA-Z]*\s*\n?(.*?)\n?\s*```", body, re.DOTALL)
-    if fence:
-        body = fence.group(1).strip()
-    if not body:
-        raise DraftError("the reply was empty")
     try:
-        data = json.loads(body)
-    except ValueError as exc:
-        raise DraftError(f"the reply is not JSON: {exc}") from None
+        data = model_reply.json_payload(text)
+    except model_reply.NotJSON as exc:
+        raise DraftError("the reply was empty" if exc.empty else f"the reply is not JSON: {exc.error}") from None
     if not isinstance(data, list):
         raise DraftError(f"the reply is a JSON {type(data).__name__}, not a list")
     out: dict[int, tuple[str, float]] = {}
@@ -233,9 +226,6 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
           cancel: threading.Event | None = None) -> str | None:
     """Ask the model for explanations and confidences; update `proposals` in place. Returns a
     warning when the drafts could not be used (the proposals are then left exactly as they were)."""
-    from core.context import ContextRequest, Snapshot, Suffix
-    from core.providers.base import ProviderError, Turn
-
     never = {d.lower() for d in never_send} if provider.remote else set()
     if not _visible(node, never):
         return (f"“{node['title']}” has a privacy.never_send dimension, so it is not sent to {provider.name}; "
@@ -247,28 +237,20 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
                 f"{provider.name}; the proposals have no drafted explanations.")
     payload = {"node": _brief(node, PROMPT_SOURCE_CHARS["node"]),
                "candidates": [_brief(t, PROMPT_SOURCE_CHARS["candidate"]) for t in sent]}
-    request = ContextRequest(Snapshot([], DRAFT_PROMPT, "", "", []), [],
-                             json.dumps(payload, ensure_ascii=False, indent=1), Suffix("", "", ""), provider.model)
     with store.db.transaction() as conn:
         conn.execute("INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at)"
                      " VALUES (NULL, NULL, ?, ?, ?, ?)",
                      (provider.name, provider.model, json.dumps([node["id"], *[t["id"] for t in sent]]),
                       clock.now()))
-    text, stop = "", ""
     try:
-        for event in provider.stream(Turn(request, [], f"cairn-integrate-{node['id']}", 2048), cancel):
-            if event.type == "text":
-                text += event.text
-            elif event.type == "stop":
-                stop = event.stop_reason
-            elif event.type == "error":
-                raise event.error
-    except ProviderError as exc:
+        reply = model_reply.complete(provider, DRAFT_PROMPT, json.dumps(payload, ensure_ascii=False, indent=1),
+                                     chat_key=f"cairn-integrate-{node['id']}", max_tokens=2048, cancel=cancel)
+    except model_reply.ReplyFailed as exc:
         return f"The model could not draft explanations ({exc}); showing the search proposals without drafts."
-    if stop == "cancelled":
+    if reply.stop == "cancelled":
         return "Drafting was cancelled; showing the search proposals without drafts."
     try:
-        drafts = parse_drafts(text, [t["id"] for t in sent])
+        drafts = parse_drafts(reply.text, [t["id"] for t in sent])
     except DraftError as exc:
         return (f"The model's reply could not be used ({exc}); showing the search proposals without "
                 "drafted explanations.")
