@@ -31,7 +31,6 @@ from core.safe_text import printable
 from tui.screens.review import Found, ReviewScreen, default_provider, mark, review_bindings
 from tui.services import Services
 
-HINT = "a accept · r reject · e edit explanation · enter/ctrl+s apply accepted · escape cancel (writes nothing)"
 NO_EXPLANATION = "An edge needs an explanation: press e to write one (edges say why two things connect)."
 MODES = {"integrate": "Integrate", "mention": "Link suggestions for"}
 
@@ -40,7 +39,7 @@ class LinkReviewScreen(ReviewScreen):
     BINDINGS = review_bindings("links")
     PREFIX = "links"
     WORKING = "finding"
-    HINT = HINT
+    HINT = "a accept · r reject · e edit explanation · enter/ctrl+s apply accepted · escape cancel (writes nothing)"
     EDIT_HINT = "enter/ctrl+s keep the edit · escape drop it"
     EXTRA_HIDDEN = ("#links-edit",)
     FIND_FAILED = "Finding links failed"
