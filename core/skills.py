@@ -48,7 +48,8 @@ WORKFLOWS = (
 )
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.S)
+_OPENING = re.compile(r"\A---[ \t]*(?:\r?\n|\Z)")
 
 
 @dataclass(frozen=True)
@@ -125,10 +126,13 @@ def parse(text: str, path: Path, origin: str = "user") -> Skill:
     """A skill from a file's text; InvalidInput (naming the file) if it is not one."""
     where = str(path)
     m = _FRONTMATTER.match(text)
+    if m is None and _OPENING.match(text):
+        raise InvalidInput(f"{where}: the frontmatter opened by '---' on line 1 is never closed; put a '---' "
+                           "line after the name: and description: lines, then the instructions.")
     if m is None:
         raise InvalidInput(f"{where}: no frontmatter; a skill starts with '---', then name: and description: "
                            "lines, then '---' and the instructions.")
-    meta = _frontmatter(m.group(1), where)
+    meta = _frontmatter(m.group(1) or "", where)
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(f"{where}: the frontmatter has no name.")

@@ -100,6 +100,8 @@ BAD_FILES = {
     "too-large": (b"---\nname: too-large\ndescription: x\n---\n" + b"a" * (64 * 1024), "a skill file is at most 64 KB"),
     "no-frontmatter": (b"# Just a heading\nSome text.\n", "no frontmatter"),
     "no-name": (b"---\ndescription: x\n---\nBody\n", "the frontmatter has no name"),
+    "unclosed": (b"---\nname: unclosed\ndescription: x\nBody\n", "opened by '---' on line 1 is never closed"),
+    "empty-frontmatter": (b"---\n---\nBody\n", "the frontmatter has no name"),
     "no-description": (b"---\nname: no-description\n---\nBody\n", "has no description"),
     "blank-description": (b"---\nname: blank-description\ndescription:   \n---\nBody\n", "has no description"),
     "Bad_Name": (b"---\nname: Bad_Name\ndescription: x\n---\nBody\n", "'Bad_Name' is not a valid skill name"),
