@@ -783,6 +783,32 @@ async def test_an_unsaved_edit_survives_switching_tabs(db_path, store, nodes, fo
         assert store.get_node(beta)["title"] == "Beta" and store.get_node(alpha)["title"] == "Alpha"  # unsaved
 
 
+async def test_keys_typed_into_the_editor_never_replace_a_field_they_land_in(db_path, store, nodes, focuses):
+    """e, and coming back to a tab being edited (another pane, then F3), put the keyboard in a field
+    with its text intact: Textual's Input selects all its text when focused, so the next key typed
+    replaced the whole title (found in tmux: a returning user's first key wiped their draft title)."""
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        await open_nodes(app, pilot, alpha, beta)
+        await pilot.press("e")
+        await settle(app, pilot)
+        title = view_of(app, beta).editor.query_one("#edit-title", Input)
+        assert app.focused is title
+        await pilot.press(*" draft")
+        assert title.value == "Beta draft"
+
+        await pilot.press("ctrl+l")  # away to the chat input
+        await settle(app, pilot)
+        assert app.focused is not title
+        app.query_one(FocusPanel).focus_default()  # back, as F3 does
+        await settle(app, pilot)
+        assert app.focused is title
+        await pilot.press("!")
+        assert title.value == "Beta draft!"
+
+
 async def test_a_tab_switch_brings_the_tab_label_into_view_at_once(db_path, store, focuses):
     ids = [store.add_node(f"A rather long node title number {i}", f"Note {i}.")["id"] for i in range(8)]
     app = CairnApp(db_path, first_run_prompt=False)

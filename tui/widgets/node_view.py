@@ -594,18 +594,21 @@ class NodeEditor(Vertical):
 
     def compose(self) -> ComposeResult:
         base = self.base
+        # The fields hold the node's text: focusing one (e, or coming back to this tab) must not
+        # select it all, or the next key typed replaces it (Input's select_on_focus default).
+        keep = {"compact": True, "select_on_focus": False}
         with Grid(classes="edit-fields"):
             yield Label("Title", classes="edit-label")
-            yield Input(base["title"], id="edit-title", compact=True, placeholder="required")
+            yield Input(base["title"], id="edit-title", **keep, placeholder="required")
             yield Label("Description", classes="edit-label")
-            yield Input(base["description"], id="edit-description", compact=True, placeholder="one line")
+            yield Input(base["description"], id="edit-description", **keep, placeholder="one line")
             yield Label("Link", classes="edit-label")
-            yield Input(base["link"] or "", id="edit-link", compact=True, placeholder="https://…")
+            yield Input(base["link"] or "", id="edit-link", **keep, placeholder="https://…")
             yield Label("Dimensions", classes="edit-label")
-            yield Input(", ".join(base["dimensions"]), id="edit-dimensions", compact=True,
+            yield Input(", ".join(base["dimensions"]), id="edit-dimensions", **keep,
                         placeholder="comma-separated, e.g. research, ai")
             yield Label("Event date", classes="edit-label")
-            yield Input(base["event_date"] or "", id="edit-event-date", compact=True, placeholder="YYYY-MM-DD")
+            yield Input(base["event_date"] or "", id="edit-event-date", **keep, placeholder="YYYY-MM-DD")
         yield Label("Source (markdown)", classes="edit-label edit-source-label")
         source = base["source"]
         small = len(source) <= LARGE_TEXT
