@@ -26,7 +26,7 @@ from tui.screens.confirm import ConfirmScreen
 from tui.screens.edge_edit import EdgeEditModal
 from tui.screens.edge_modal import EdgeModal
 from tui.widgets.chat_pane import ChatPane
-from tui.widgets.focus_panel import FocusPanel
+from tui.widgets.focus_panel import FocusPanel, tab_label
 from tui.widgets.node_view import NodeEditor, NodeView
 
 
@@ -807,6 +807,40 @@ async def test_keys_typed_into_the_editor_never_replace_a_field_they_land_in(db_
         assert app.focused is title
         await pilot.press("!")
         assert title.value == "Beta draft!"
+
+
+async def test_a_newly_opened_tab_is_scrolled_into_view_and_underlined(db_path, store, focuses):
+    """Found in tmux at 160x48: a fifth node opened from the Nodes pane was active but its label was
+    off the strip (the strip still showed earlier tabs, no underline in view). Textual's own scroll
+    to the active tab, deferred and aimed at where the new tab was before the layout, landed after
+    ours. Pilot shows it with tabs opened before their titles are known ('#id', then the title)."""
+    titles = ["Reading list", "Nodes: one idea per note", "Search: words, meaning, and the syntax",
+              "Hubs: your most connected nodes", "cairn doctor: checking the index", "Keys"]
+    nodes = [store.add_node(title, f"Note {i}.") for i, title in enumerate(titles)]
+    nodes.insert(5, nodes[2])  # back to an open tab (the strip scrolls left), then a new one at the end
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        panel = app.query_one(FocusPanel)
+        scroller = panel.strip.query_one("#tabs-scroll")
+        for node in nodes:
+            panel.open_node(node["id"])  # as a citation link in the chat opens it: '#id' until loaded
+            await settle(app, pilot)
+            tab = panel.strip.active_tab
+            assert panel.primary == node["id"] and str(tab.label) == str(tab_label(node["title"]))
+
+            def in_view() -> bool:
+                start, end = tab.virtual_region.shrink(tab.styles.gutter).column_span
+                return scroller.scroll_x <= start and end <= scroller.scroll_x + scroller.size.width
+
+            for _ in range(20):  # a few frames at most; never a duration
+                if in_view():
+                    break
+                await pilot.pause()
+            start, end = tab.virtual_region.shrink(tab.styles.gutter).column_span
+            assert in_view(), (node["title"], start, end, scroller.scroll_x, scroller.size.width)
+            underline = panel.strip.query_one("Underline")
+            assert (underline.highlight_start, underline.highlight_end) == (start, end)
 
 
 async def test_a_tab_switch_brings_the_tab_label_into_view_at_once(db_path, store, focuses):
