@@ -357,10 +357,10 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
 
     `never_send` is the config's privacy.never_send (applied when the provider is remote); it has no
     default so that no caller can forget it."""
+    rows = _chat_rows(store, chat_id)  # an unknown chat is reported first, whatever the provider
     if getattr(provider, "name", "") == "offline":
         raise DistilError(NEEDS_MODEL)
     never = {d.lower() for d in never_send} if provider.remote else set()
-    rows = _chat_rows(store, chat_id)
     chat_messages = {r["id"] for r in rows}
     entries, warnings = _transcript(rows, _tainted_turns(store, chat_id, never))
     if not entries:

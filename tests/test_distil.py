@@ -173,6 +173,8 @@ def test_the_offline_provider_cannot_distil(store, conversation):
         distil.propose(store, conversation["chat"].id, OfflineProvider(), never_send=())
     assert "needs a model provider" in str(e.value) and "cairn config set chat.provider" in str(e.value)
     assert "ANTHROPIC_API_KEY" in str(e.value)
+    with pytest.raises(NotFound, match="There is no chat 4242."):  # a bad id is reported first
+        distil.propose(store, 4242, OfflineProvider(), never_send=())
 
 
 def test_provider_failure_and_unknown_chat_are_clear_errors(store, conversation, anth, monkeypatch):
@@ -728,6 +730,8 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
         screen = app.screen
         await wait_for(pilot, lambda: screen.state == "failed", what="the error")
         assert "needs a model provider" in status(screen)
+        # said once, in the dialog: no error toast on top of it
+        assert not any(n.severity == "error" for n in app._notifications)
         await pilot.press("escape")
         assert not isinstance(app.screen, DistilReviewScreen)
 

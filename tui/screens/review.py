@@ -239,8 +239,10 @@ class ReviewScreen(ModalScreen):
 
     @on(_Failed)
     def _failed(self, message: _Failed) -> None:
-        self.notify(printable(message.error), severity="error", markup=False, timeout=12)
+        # A failure to find proposals is said once, in the dialog's status line (a toast as well covered
+        # the dialog at 80x24); a failed apply is also a toast, since the list stays on screen.
         if message.applying:
+            self.notify(printable(message.error), severity="error", markup=False, timeout=12)
             self.state = "review"
             self._status(message.error + self.APPLY_FAILED_KEPT, style="bold")
         else:
