@@ -331,7 +331,7 @@ class ContextEngine:
             for p in passages:
                 where = f" › {' › '.join(p.heading_path)}" if p.heading_path else ""
                 if p.via == "recent":
-                    where += " (a recent note, not a match for this message)"
+                    where += " (a recent note, added while meaning search is unavailable; not ranked for this message)"
                 parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}")
             retrieved = "\n\n".join(parts)
         now = now or datetime.now(timezone.utc)

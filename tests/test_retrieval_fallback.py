@@ -62,8 +62,8 @@ def test_a_missing_model_falls_back_to_keywords_and_recent_notes(store, indexed_
     suffix = eng.suffix("how hot should the kiln be?")
     assert "[1] [NODE:" in suffix.retrieved and "Kiln firing" in suffix.retrieved
     # The model is told which passages are only recent notes, not matches.
-    assert suffix.retrieved.count("(a recent note, not a match for this message)") == 2
-    assert f'[3] [NODE:{indexed_graph["newest"]}:"Newest idea"] (a recent note, not a match' in suffix.retrieved
+    assert suffix.retrieved.count("(a recent note, added while meaning search is unavailable; not ranked for this message)") == 2
+    assert f'[3] [NODE:{indexed_graph["newest"]}:"Newest idea"] (a recent note, added while' in suffix.retrieved
 
 
 def test_the_offline_answer_marks_recent_notes(store, indexed_graph):
@@ -74,7 +74,7 @@ def test_the_offline_answer_marks_recent_notes(store, indexed_graph):
     chat = Chat(store, Config(), OfflineProvider(), searcher=Searcher(store, BrokenEmbedder()))
     send(chat, "how hot should the kiln be?")
     answer = chat.last_reply.text
-    assert "**Newest idea** *(a recent note, not a match)*" in answer
+    assert "**Newest idea** *(a recent note, not ranked for this question)*" in answer
     assert "**Kiln firing** —" in answer  # a keyword match is not marked
 
 

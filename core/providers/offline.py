@@ -35,7 +35,7 @@ class OfflineProvider(Provider):
                 snippet = " ".join(p.text.split())
                 if len(snippet) > 280:
                     snippet = snippet[:279].rstrip() + "…"
-                recent = " *(a recent note, not a match)*" if p.via == "recent" else ""
+                recent = " *(a recent note, not ranked for this question)*" if p.via == "recent" else ""
                 lines.append(f"- [{p.n}] **{p.title}**{recent} — {snippet}")
             text = "\n".join(lines)
         for piece in text.splitlines(keepends=True):
