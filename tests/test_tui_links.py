@@ -168,6 +168,7 @@ async def test_quick_capture_announces_mentions_and_L_reviews_them(db_path, stor
         await settle(app, pilot)
         screen = app.screen
         assert isinstance(screen, LinkReviewScreen) and screen.mode == "mention"
+        assert not any("press L" in n for n in notices(app))  # the toast does not sit on the review
         assert [(p.target_title, p.explanation) for p in screen.proposals] == [
             ("Sourdough bread", "Then sourdough bread for dinner."), ("BERT", "Next: read about BERT.")]
         await pilot.press("r", "a", "enter")  # reject sourdough, accept BERT, apply

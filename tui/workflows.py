@@ -70,4 +70,5 @@ def link_suggestions(app) -> None:
             app.notify("No node to suggest links for: open one in the Focus panel first.", severity="warning")
             return
         pending = (view.node_id, view.node["title"])
+    app.clear_notifications()  # the "press L" toast would otherwise sit on the review it opens
     open_review(app, pending[0], pending[1], "mention")
