@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import agents, citations, clock, memory
+from core import agents, citations, clock, memory, usage_log
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
@@ -313,9 +313,15 @@ class Chat:
                     texts[f"[NODE:{node['id']}]"] = body[:citations.JUDGE_SOURCE_CHARS]
             if any(i["status"] == "ok" for i in result.items):
                 _, covered = citations.judge_request(result.items, texts)
-                if covered:  # the judge request sends these nodes' text
-                    self._log_sent(user_id, [result.items[i]["node_id"] for i in covered])
+                log_id = None
+                if covered:  # the judge request sends these nodes' text; its tokens go on the same row
+                    log_id = usage_log.log_request(
+                        self.store, purpose="citation_check", provider=self.provider.name, model=self.provider.model,
+                        node_ids=[result.items[i]["node_id"] for i in covered if result.items[i]["node_id"] is not None],
+                        chat_id=self.id, message_id=user_id)
                 citations.judge(result, texts, self.provider, self.chat_key, cancel)
+                if log_id is not None and result.usage is not None:
+                    usage_log.record_usage(self.store, log_id, result.usage)
         stored = dict(reply.citations, check=result.as_dict())
         with self.store.db.transaction() as conn:
             conn.execute("UPDATE messages SET citations = ? WHERE id = ?", (json.dumps(stored), reply.message_id))
@@ -446,17 +452,23 @@ class Chat:
                     transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
         snap = Snapshot([], SUMMARY_PROMPT, "", "", [])
         req = ContextRequest(snap, [], "\n\n".join(transcript), Suffix("", "", ""), self.provider.model)
-        text = ""
+        text, usage = "", Usage()
+        log_id = usage_log.log_request(self.store, purpose="summary", provider=self.provider.name,
+                                       model=self.provider.model, chat_id=self.id)  # sends no node's content
         try:
             for event in self.provider.stream(Turn(req, [], self.chat_key + "-summary", 2048)):
                 if event.type == "text":
                     text += event.text
+                elif event.type == "usage" and event.usage is not None:
+                    usage = usage + event.usage
                 elif event.type == "error":
                     raise event.error
         except ProviderError as exc:
+            usage_log.record_usage(self.store, log_id, usage)  # the tokens counted before it failed
             self.metadata["summary_error"] = str(exc)  # continue unsummarised; shown by `cairn chats`
             self._save_metadata()
             return
+        usage_log.record_usage(self.store, log_id, usage)
         if text.strip():
             self.metadata["summary"] = text.strip()
             self.metadata["summary_upto"] = old[-1]["id"]

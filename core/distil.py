@@ -39,7 +39,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from core import clock, model_reply, pending
+from core import clock, model_reply, pending, usage_log
 from core.errors import CairnError, InvalidInput, NotFound
 from core.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
 
@@ -405,15 +405,15 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
                  f"<existing_nodes>\n{chr(10).join(node_parts) if node_parts else '(none)'}\n</existing_nodes>")
 
     sent_ids = [n["id"] for n in nodes]
-    with store.db.transaction() as conn:
-        conn.execute("INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at)"
-                     " VALUES (?, NULL, ?, ?, ?, ?)",
-                     (int(chat_id), provider.name, provider.model, json.dumps(sent_ids), clock.now()))
+    log_id = usage_log.log_request(store, purpose="distil", provider=provider.name, model=provider.model,
+                                   node_ids=sent_ids, chat_id=int(chat_id))
     try:
         reply = model_reply.complete(provider, SYSTEM_PROMPT, user_text, chat_key=f"cairn-distil-{chat_id}",
                                      max_tokens=MAX_REPLY_TOKENS, cancel=cancel)
     except model_reply.ReplyFailed as exc:
+        usage_log.record_usage(store, log_id, exc.usage)  # the tokens counted before it failed
         raise DistilError(f"The model could not distil chat {chat_id}: {exc}") from exc.__cause__
+    usage_log.record_usage(store, log_id, reply.usage)
     if reply.stop == "cancelled":
         raise DistilError("Distilling was cancelled; nothing was proposed.")
     if reply.stop == "max_tokens":

@@ -26,7 +26,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from core import clock, model_reply
+from core import model_reply, usage_log
 from core.errors import InvalidInput
 
 SEARCH_CANDIDATES = 50  # hybrid hits looked at
@@ -237,16 +237,15 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
                 f"{provider.name}; the proposals have no drafted explanations.")
     payload = {"node": _brief(node, PROMPT_SOURCE_CHARS["node"]),
                "candidates": [_brief(t, PROMPT_SOURCE_CHARS["candidate"]) for t in sent]}
-    with store.db.transaction() as conn:
-        conn.execute("INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at)"
-                     " VALUES (NULL, NULL, ?, ?, ?, ?)",
-                     (provider.name, provider.model, json.dumps([node["id"], *[t["id"] for t in sent]]),
-                      clock.now()))
+    log_id = usage_log.log_request(store, purpose="integrate", provider=provider.name, model=provider.model,
+                                   node_ids=[node["id"], *[t["id"] for t in sent]])  # no chat: chat_id NULL
     try:
         reply = model_reply.complete(provider, DRAFT_PROMPT, json.dumps(payload, ensure_ascii=False, indent=1),
                                      chat_key=f"cairn-integrate-{node['id']}", max_tokens=2048, cancel=cancel)
     except model_reply.ReplyFailed as exc:
+        usage_log.record_usage(store, log_id, exc.usage)  # the tokens counted before it failed
         return f"The model could not draft explanations ({exc}); showing the search proposals without drafts."
+    usage_log.record_usage(store, log_id, reply.usage)
     if reply.stop == "cancelled":
         return "Drafting was cancelled; showing the search proposals without drafts."
     try:

@@ -6,6 +6,11 @@ assistant message) grouped by the chat's provider, over the last 7 days (a rolli
 figure does not drop to zero on Mondays). `input` counts every prompt token sent, cached or not;
 `cache_read` is the part of it read from the provider's cache, `cache_write` the part written to it.
 Delegated sub-chats count under their own provider: their tokens were spent too.
+
+Model requests that are not chat replies (the rolling summary, the citation judge, distil,
+integrate's drafts: core.usage_log) keep their usage on their sent_log row, under the provider they
+went to. They are added to the same per-provider sums (each once: a chat turn's own sent_log rows
+carry no usage) and broken down by purpose in `by_purpose`; `replies` still counts chat replies only.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from pathlib import Path
 
 WEEK_DAYS = 7
 USAGE_FIELDS = ("input", "output", "cache_read", "cache_write")
+PURPOSE_LABELS = {"summary": "rolling summary", "citation_check": "citation checks", "distil": "distil",
+                  "integrate": "integrate drafts"}
 
 
 def _stamp(dt: datetime) -> str:
@@ -37,7 +44,29 @@ def tokens_this_week(store, now: datetime | None = None) -> dict[str, dict[str, 
         f"SELECT COALESCE(c.provider, 'unknown') AS provider, COUNT(*) AS replies, {sums}"
         " FROM messages m JOIN chats c ON c.id = m.chat_id"
         " WHERE m.usage IS NOT NULL AND m.created_at >= ? GROUP BY 1 ORDER BY 1", (since,)).fetchall()
-    return {r["provider"]: {"replies": r["replies"], **{f: int(r[f]) for f in USAGE_FIELDS}} for r in rows}
+    out = {r["provider"]: {"replies": r["replies"], **{f: int(r[f]) for f in USAGE_FIELDS}} for r in rows}
+    for r in _side_requests(store, since, "provider"):
+        t = out.setdefault(r["provider"], {"replies": 0, **{f: 0 for f in USAGE_FIELDS}})
+        for f in USAGE_FIELDS:
+            t[f] += int(r[f])
+    return dict(sorted(out.items()))
+
+
+def _side_requests(store, since: str, key: str) -> list:
+    """Usage of side requests (sent_log rows with a usage, core.usage_log) since `since`, grouped by `key`."""
+    sums = ", ".join(f"COALESCE(SUM(json_extract(usage, '$.{f}')), 0) AS {f}" for f in USAGE_FIELDS)
+    return store.db.execute(
+        f"SELECT {key}, COUNT(*) AS requests, {sums} FROM sent_log"
+        f" WHERE usage IS NOT NULL AND created_at >= ? GROUP BY 1 ORDER BY 1", (since,)).fetchall()
+
+
+def tokens_by_purpose(store, now: datetime | None = None) -> dict[str, dict[str, int]]:
+    """{purpose: {requests, input, output, cache_read, cache_write}} for side requests in the last 7 days
+    (the rolling summary, citation checks, distil, integrate drafts); chat replies are not in it."""
+    now = now or datetime.now(timezone.utc)
+    since = _stamp(now - timedelta(days=WEEK_DAYS))
+    return {(r["purpose"] or "other"): {"requests": r["requests"], **{f: int(r[f]) for f in USAGE_FIELDS}}
+            for r in _side_requests(store, since, "purpose")}
 
 
 def collect(store, config=None, now: datetime | None = None) -> dict:
@@ -75,7 +104,8 @@ def collect(store, config=None, now: datetime | None = None) -> dict:
                    "uses": memory["uses"], "last_used": memory["last_used"],
                    "policy": policy.as_dict(), "past_policy": len(retention.plan(store, policy, now))},
         "database": {"path": str(path), "bytes": main, "wal_bytes": wal, "total_bytes": main + wal},
-        "tokens_this_week": {"days": WEEK_DAYS, "by_provider": tokens, "total": total},
+        "tokens_this_week": {"days": WEEK_DAYS, "by_provider": tokens, "total": total,
+                             "by_purpose": tokens_by_purpose(store, now)},
     }
 
 
@@ -122,4 +152,9 @@ def lines(stats: dict) -> list[tuple[str, str]]:
         out.append((f"Tokens, last {tok['days']} days, {provider}",
                     f"{t['input']:,} sent ({t['cache_read']:,} read from cache, {t['cache_write']:,} written to it), "
                     f"{t['output']:,} received, {_n(t['replies'], 'reply', 'replies')}"))
+    side = tok.get("by_purpose") or {}
+    if side:  # already in the sums above; this says how much of them was not a chat reply
+        out.append((f"Tokens, last {tok['days']} days, besides replies",
+                    "; ".join(f"{PURPOSE_LABELS.get(p, p)} {t['input']:,} sent, {t['output']:,} received "
+                              f"({_n(t['requests'], 'request')})" for p, t in side.items())))
     return out

@@ -1,0 +1,39 @@
+"""The sent_log row of a side request: a model request that is not a chat reply (the rolling summary,
+the citation judge, distil, integrate's drafts), with the tokens it cost.
+
+A chat reply's tokens are stored on its assistant message (messages.usage); a side request has no
+message of its own, so its normalised usage (core.providers.base.Usage) goes on its sent_log row
+(migration 3), next to what it sent and where. The row is written before the request (the log says
+what left the machine even if the request never returns) and its usage after, also when the request
+failed part way: the provider counted those tokens. `cairn stats` (core.stats) sums both.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from core import clock
+
+PURPOSES = ("summary", "citation_check", "distil", "integrate")
+
+
+def log_request(store, *, purpose: str, provider: str, model: str | None, node_ids: Iterable[int] = (),
+                chat_id: int | None = None, message_id: int | None = None) -> int:
+    """Write the sent_log row of a side request about to be sent; returns its id (for `record_usage`)."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"Unknown side-request purpose {purpose!r} (expected one of {', '.join(PURPOSES)}).")
+    ids = list(dict.fromkeys(int(i) for i in node_ids))
+    with store.db.transaction() as conn:
+        cur = conn.execute(
+            "INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, purpose, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (chat_id, message_id, provider, model, json.dumps(ids), purpose, clock.now()))
+        return cur.lastrowid
+
+
+def record_usage(store, row_id: int, usage) -> None:
+    """Put a side request's usage (a Usage, or its as_dict()) on its sent_log row."""
+    data = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE sent_log SET usage = ? WHERE id = ?", (json.dumps(data), int(row_id)))
