@@ -365,7 +365,8 @@ async def test_the_chat_pane_shows_the_problems_and_does_not_link_dangling_citat
                                                                                   embedder, monkeypatch):
     import core.embedder
     from fakes import FakeAnthropic
-    from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send, wait_for
+    from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send
+    from tui_support import wait_for
     from tui.widgets.chat_pane import SourceList
 
     monkeypatch.setattr(core.embedder, "_shared", embedder)

@@ -24,6 +24,7 @@ from core import distil
 from core.distil import DistilError, Proposal, StaleProposal
 from core.errors import InvalidInput, NotFound
 from fakes import http_error, text, tool_call
+from tui_support import wait_for
 
 
 def node_count(store) -> int:
@@ -553,16 +554,6 @@ def test_cli_distil_as_a_real_process(store, conversation, anth, cairn_cmd, tmp_
 # -- the review screen -----------------------------------------------------------------------------
 SIZE = (140, 44)
 
-
-async def wait_for(pilot, condition, timeout: float = 10.0, what: str = "condition"):
-    """Poll until the condition holds (a generous timeout, never an assertion about speed)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def review_app(db_path, anth):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import time
 
 import pytest
 from rich.text import Text
@@ -19,6 +18,7 @@ from tui.app import CairnApp
 from tui.messages import FocusChanged, OpenNode
 from tui.widgets.chat_pane import ChatInput, ChatLog, ChatPane, SourceList
 from tui.widgets.context_viewer import ContextViewer
+from tui_support import wait_for
 
 SIZE = (160, 48)
 
@@ -80,14 +80,6 @@ def notes(store, indexer):
     indexer.run()
     return {"sourdough": sourdough["id"], "tomatoes": tomatoes["id"]}
 
-
-async def wait_for(pilot, condition, timeout: float = 10.0, what: str = "condition"):
-    """Poll until the condition holds (a generous timeout, never an assertion about speed)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
 
 
 def plain(widget) -> str:

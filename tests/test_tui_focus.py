@@ -27,6 +27,7 @@ from tui.screens.edge_edit import EdgeEditModal
 from tui.screens.edge_modal import EdgeModal
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.focus_panel import FocusPanel, tab_label
+from tui_support import settle
 from tui.widgets.node_view import NodeEditor, NodeView
 
 
@@ -47,17 +48,6 @@ def nodes(store):
     store.add_edge(alpha["id"], beta["id"], "Alpha cites Beta")
     return alpha["id"], beta["id"], gamma["id"]
 
-
-async def settle(app, pilot) -> None:
-    """Let messages and workers finish (the database watcher runs for ever, so it is left out)."""
-    for _ in range(100):
-        await pilot.pause()
-        busy = [w for w in app.workers if w.group != "watch" and not w.is_finished]
-        if not busy:
-            await pilot.pause()
-            return
-        await app.workers.wait_for_complete(busy)
-    raise AssertionError("workers did not settle")
 
 
 async def open_nodes(app, pilot, *node_ids: int) -> FocusPanel:

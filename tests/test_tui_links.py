@@ -20,6 +20,7 @@ from tui.services import Services
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.focus_panel import FocusPanel
 from tui.widgets.node_browser import NodeBrowser
+from tui_support import settle
 
 
 @pytest.fixture(autouse=True)
@@ -41,16 +42,6 @@ def graph(store, indexer):
     indexer.run()
     return ids
 
-
-async def settle(app, pilot) -> None:
-    for _ in range(200):
-        await pilot.pause()
-        busy = [w for w in app.workers if w.group != "watch" and not w.is_finished]
-        if not busy:
-            await pilot.pause()
-            return
-        await app.workers.wait_for_complete(busy)
-    raise AssertionError("workers did not settle")
 
 
 def edges_from(store, node_id: int) -> list[dict]:
