@@ -59,7 +59,8 @@ class CairnApp(App):
         self.first_run_prompt = first_run_prompt
         self.startup_ms: float | None = None
         self._pane = 0
-        self._data_version: int | None = None
+        with self.services.store() as store:  # before the node list's first read: see watch_database
+            self._data_version: int = store.db.execute("PRAGMA data_version").fetchone()[0]
         self._signature: tuple = ()
         self._focus = Focus()
         self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
@@ -333,26 +334,37 @@ class CairnApp(App):
         """Notice nodes written by other processes (`cairn add`, the MCP server). In WAL mode a write
         touches cairn.db-wal, not cairn.db, so the WAL is watched (debounce lowered from watchfiles'
         1.6 s default); `PRAGMA data_version` confirms another connection committed, and a signature
-        of the node tables tells node changes from chat messages."""
+        of the node tables tells node changes from chat messages. A commit made before the first
+        reading (while the node list loaded) is caught by comparing it with the version at open."""
         import watchfiles
 
-        self._data_version, self._signature = await self._read_versions()
+        version, self._signature = await self._read_versions()
+        if version != self._data_version:  # another connection committed since the app opened the database
+            self._data_version = version
+            self.post_message(NodesChanged())
         names = {self.db.name, self.db.name + "-wal"}
-        async for _changes in watchfiles.awatch(self.db.parent, debounce=150, step=50,
+        # No event for 2 s also reads the version (microseconds when it has not moved): a commit made
+        # while awatch was still starting, or a lost event, shows within 2 s.
+        async for _changes in watchfiles.awatch(self.db.parent, debounce=150, step=50, rust_timeout=2_000,
+                                                yield_on_timeout=True,
                                                 watch_filter=lambda _c, path: Path(path).name in names):
-            version, signature = await self._read_versions()
+            version, signature = await self._read_versions(unless=self._data_version)
             if version != self._data_version:
                 self._data_version = version
                 if signature != self._signature:
                     self._signature = signature
                     self.post_message(NodesChanged())
 
-    async def _read_versions(self) -> tuple[int, tuple]:
+    async def _read_versions(self, unless: int | None = None) -> tuple[int, tuple]:
+        """(data_version, signature of the node tables); the signature is not read when the version
+        is still `unless`."""
         import asyncio
 
         def read() -> tuple[int, tuple]:
             with self.services.store() as store:
                 version = store.db.execute("PRAGMA data_version").fetchone()[0]
+                if version == unless:
+                    return version, self._signature
                 signature = tuple(store.db.execute(
                     "SELECT (SELECT COUNT(*) FROM nodes), (SELECT MAX(updated_at) FROM nodes),"
                     " (SELECT COUNT(*) FROM edges), (SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed')"
@@ -397,14 +409,20 @@ class CairnApp(App):
         try:
             self._vault_watcher = start_from_config(
                 self.services.config, self.db,
-                on_ready=lambda _report: from_thread(self.notify, f"Keeping {folder} in sync.", timeout=3,
-                                                     markup=False),
+                on_ready=lambda report: self._vault_ready(folder, report, from_thread),
                 on_change=lambda _report: from_thread(self.post_message, NodesChanged()),
                 on_error=lambda exc: from_thread(self.notify, f"Folder sync ({folder}): {exc}", severity="error",
                                                  timeout=8, markup=False),
             )
         except CairnError as exc:
             self.notify(f"Folder sync is off: {exc}", severity="error", timeout=8, markup=False)
+
+    def _vault_ready(self, folder: str, report, from_thread) -> None:
+        """The watcher's first import is done (in its thread). Its writes may have landed before the
+        database watcher took its first reading, so they are announced here, not left to it."""
+        from_thread(self.notify, f"Keeping {folder} in sync.", timeout=3, markup=False)
+        if report.changes:
+            from_thread(self.post_message, NodesChanged())
 
     def freeze_long_lived(self) -> None:
         """After a large one-time load (the embedder): keep full collections from rescanning it."""
