@@ -11,8 +11,9 @@ almost every word of the note is some title's word (a worst case for the n-gram 
 carries planted mentions: exact titles, aliases, and titles with one typo (a letter swapped in a
 word of 5+ letters), whose recall is reported. Timed: the first call (builds the title index), the
 call after (index cached: the cost on every save; the default limit of 50 suggestions, and once
-with every suggestion drafted), and the call after one node was renamed (the index takes in the
-changed row).
+with every suggestion drafted), a pause in typing (tui/widgets/mention_hint.py: a connection of its
+own and a 500-word draft), and the call after one node was renamed (the index takes in the changed
+row).
 """
 
 from __future__ import annotations
@@ -178,6 +179,15 @@ def main() -> int:
             suggest_links(store, short["id"])
             samples.append((time.perf_counter() - t) * 1000)
         out["warm_500_words_p50_ms"] = round(statistics.median(samples), 1)
+        # What a pause in typing costs (tui/widgets/mention_hint.py): its own connection, the draft scanned.
+        draft = ["Short bench note", "", " ".join(text.split()[:500]) + " more"]
+        samples = []
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            with Store(tmp / "cairn.db") as own:
+                suggest_links(own, short["id"], draft=draft)
+            samples.append((time.perf_counter() - t) * 1000)
+        out["typing_pause_500_words_p50_ms"] = round(statistics.median(samples), 1)
 
         store.update_node(2, title="Renamed just now")
         t = time.perf_counter()

@@ -526,9 +526,12 @@ def scan(store, segments: list[str], *, exclude: Iterable[int] = (), ignore: Ite
     return out
 
 
-def suggest_links(store, node: int | str, *, exclude: Iterable[int] = (), limit: int = 50) -> list[Suggestion]:
+def suggest_links(store, node: int | str, *, exclude: Iterable[int] = (), limit: int = 50,
+                  draft: list[str] | None = None) -> list[Suggestion]:
     """Mention suggestions for a node (by id: its title, description and source; the node itself and
-    the nodes it is already linked to, either way, are skipped) or for a text (`exclude` skipped)."""
+    the nodes it is already linked to, either way, are skipped) or for a text (`exclude` skipped).
+    `draft`: texts being written for the node (its editor's title, description, source) to scan
+    instead of what is stored."""
     if isinstance(node, bool) or not isinstance(node, (int, str)):
         raise InvalidInput("suggest_links takes a node id or a text.")
     skip = {int(i) for i in exclude}
@@ -542,4 +545,6 @@ def suggest_links(store, node: int | str, *, exclude: Iterable[int] = (), limit:
         segments = [record["title"], record["description"] or "", record["source"] or ""]
     else:
         segments = [node]
+    if draft is not None:
+        segments = list(draft)
     return scan(store, segments, exclude=skip, ignore=ignore, limit=limit)

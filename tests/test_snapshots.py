@@ -173,7 +173,9 @@ def test_quick_capture(app, snap_compare, size):
         await open_top_node(pilot)
         await pilot.press("ctrl+n")
         await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "QuickCapture", "quick capture")
-        await pilot.press(*keys("Brew temperature"), "tab", *keys("93 degrees for medium roasts."))
+        await pilot.press(*keys("Brew temperature"), "tab", *keys("93 degrees for medium roasts; soft water chemistry."))
+        hint = pilot.app.screen.query_one("MentionHint")
+        await wait_until(pilot, lambda: hint.settled and hint.titles, "the mention of Water chemistry")
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -4,7 +4,8 @@
   the edges it writes refresh every view that shows either end.
 - `after_save(app, node_id)`: after a node is saved in the editor or made by quick capture, look for
   mentions of other nodes in a worker; when there are new ones, say "N link suggestions — press L".
-  The same suggestions are not announced again for the same node (saving twice is not news).
+  The same suggestions are not announced again for the same node (saving twice is not news), but `L`
+  still reviews the note saved last.
 - `link_suggestions(app)`: what `L` does: the review of the node last announced, else of the Focus
   panel's active node.
 """
@@ -49,11 +50,13 @@ def _check(app, node_id: int) -> None:
     except NotFound:
         return  # deleted meanwhile: nothing to suggest
     targets = frozenset(s.target_id for s in found)
+    if not targets:
+        return
+    _pending[app] = (node_id, title)  # L reviews the note saved last, announced or not
     seen = _announced.setdefault(app, {})
-    if not targets or targets <= seen.get(node_id, frozenset()):
+    if targets <= seen.get(node_id, frozenset()):
         return
     seen[node_id] = targets
-    _pending[app] = (node_id, title)
     count = len(targets)
     app.call_from_thread(app.notify, printable(f"{count} link suggestion{'s' if count != 1 else ''} for “{title}” "
                                                "— press L"), markup=False, timeout=8)

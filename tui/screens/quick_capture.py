@@ -4,7 +4,8 @@ to the app and dismisses.
 Fields: title (defaults to the text's first line), text (the node's source), dimensions (comma
 separated), link and event date. `ctrl+s` saves in a worker; an error (empty note, a bad date, a NUL
 byte, a locked database) shows inline and the modal stays open with everything typed. `escape`
-closes; when something was typed it asks for a second `escape` so a stray key loses nothing.
+closes; when something was typed it asks for a second `escape` so a stray key loses nothing. While
+typing, a line names the notes the title and text mention (tui/widgets/mention_hint.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.widgets import Input, Static, TextArea
 
 from core.safe_text import printable
 from tui.messages import NodesChanged
+from tui.widgets.mention_hint import MentionHint
 
 
 class QuickCapture(ModalScreen[int | None]):
@@ -54,6 +56,7 @@ class QuickCapture(ModalScreen[int | None]):
                 yield Input(placeholder="link", id="capture-link")
                 yield Input(placeholder="date YYYY-MM-DD", id="capture-date")
             yield Static("", id="capture-error", classes="-empty")
+            yield MentionHint(self.services, None)
             yield Static(Content("tab next field · ctrl+s save · esc close"), id="capture-hint")
 
     def on_mount(self) -> None:
@@ -137,10 +140,14 @@ class QuickCapture(ModalScreen[int | None]):
 
     @on(Input.Changed)
     @on(TextArea.Changed)
-    def _edited(self) -> None:
+    def _edited(self, event: Input.Changed | TextArea.Changed) -> None:
         if self._confirm_close:
             self._confirm_close = False
             self.show_error("")
+        control = event.input if isinstance(event, Input.Changed) else event.text_area
+        if control.id in ("capture-title", "capture-body"):  # mentions are looked for while typing
+            values = self.values()
+            self.query_one(MentionHint).draft_changed([values["title"], values["source"]])
 
     @on(Input.Submitted)
     def _next_field(self, event: Input.Submitted) -> None:

@@ -31,6 +31,7 @@ from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
 from core.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
+from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
 from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
 
@@ -489,7 +490,7 @@ class NodeView(Vertical):
     async def start_edit(self) -> None:
         if self.node is None or self.editing:
             return
-        editor = NodeEditor(self.node, id="node-editor", classes="node-editor")
+        editor = NodeEditor(self.node, self.services, id="node-editor", classes="node-editor")
         switcher = self.query_one(".node-switcher", ContentSwitcher)
         await switcher.mount(editor)
         switcher.current = "node-editor"
@@ -587,9 +588,11 @@ class NodeEditor(Vertical):
     class Cancelled(Message):
         editor: "NodeEditor"
 
-    def __init__(self, node: dict, **kwargs):
+    def __init__(self, node: dict, services, **kwargs):
         super().__init__(**kwargs)
         self.base = editable_fields(node)
+        self.node_id = node["id"]
+        self.services = services
         self.saving = False
 
     def compose(self) -> ComposeResult:
@@ -614,10 +617,18 @@ class NodeEditor(Vertical):
         small = len(source) <= LARGE_TEXT
         yield TextArea(source, id="edit-source", language="markdown" if small else None, soft_wrap=small,
                        tab_behavior="indent")
+        yield MentionHint(self.services, self.node_id)
         yield Static(classes="edit-error")
 
     def on_mount(self) -> None:
         self.query_one(".edit-error", Static).display = False
+
+    @on(Input.Changed, "#edit-title, #edit-description")
+    @on(TextArea.Changed, "#edit-source")
+    def _draft_changed(self) -> None:
+        """Mentions of other notes are looked for while typing (after a pause, in a worker)."""
+        now = self.values()
+        self.query_one(MentionHint).draft_changed([now["title"], now["description"], now["source"]])
 
     def focus_first(self) -> None:
         self.query_one("#edit-title", Input).focus()
