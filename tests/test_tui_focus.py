@@ -702,6 +702,23 @@ async def test_two_nodes_opened_at_once_end_on_the_second_and_a_click_picks_a_ta
         assert panel.primary == alpha and focuses[-1].primary == alpha
 
 
+async def test_a_tab_strip_reading_key_can_be_remapped(db_path, store, nodes, focuses):
+    from core.config import Config
+    from tui.services import Services
+
+    long = store.add_node("Long read", "\n\n".join(f"Paragraph {i} of a long note." for i in range(80)))
+    services = Services(db_path, config=Config(keymap={"tab_page_down": "J"}))
+    app = CairnApp(db_path, services=services, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(app, pilot)
+        panel = await open_nodes(app, pilot, long["id"])
+        assert app.focused is panel.strip
+        read = view_of(app, long["id"]).query_one(".node-read")
+        await pilot.press("J")
+        await settle(app, pilot)
+        assert read.scroll_y > 0  # [keymap] tab_page_down = "J" pages the tab being read
+
+
 async def test_the_tab_strip_keeps_the_keyboard_and_scrolls_the_tab(db_path, store, nodes, focuses):
     alpha, beta, _ = nodes
     long = store.add_node("Long read", "\n\n".join(f"Paragraph {i} of a long note." for i in range(80)))

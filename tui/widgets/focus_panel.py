@@ -99,12 +99,12 @@ class FocusPanel(Vertical):
         Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
         # With the keyboard on the tab strip, the reading keys scroll the active tab (its read view
         # has the same keys when it holds the keyboard itself).
-        Binding("up", "scroll_view('scroll_up')", "Scroll up", show=False),
-        Binding("down", "scroll_view('scroll_down')", "Scroll down", show=False),
-        Binding("pageup", "scroll_view('page_up')", "Page up", show=False),
-        Binding("pagedown", "scroll_view('page_down')", "Page down", show=False),
-        Binding("home", "scroll_view('scroll_home')", "Top", show=False),
-        Binding("end", "scroll_view('scroll_end')", "Bottom", show=False),
+        Binding("up", "scroll_view('scroll_up')", "Scroll up", id="tab_scroll_up", show=False),
+        Binding("down", "scroll_view('scroll_down')", "Scroll down", id="tab_scroll_down", show=False),
+        Binding("pageup", "scroll_view('page_up')", "Page up", id="tab_page_up", show=False),
+        Binding("pagedown", "scroll_view('page_down')", "Page down", id="tab_page_down", show=False),
+        Binding("home", "scroll_view('scroll_home')", "Top", id="tab_top", show=False),
+        Binding("end", "scroll_view('scroll_end')", "Bottom", id="tab_bottom", show=False),
     ]
 
     def __init__(self, services: Services, **kwargs):
