@@ -3,7 +3,9 @@
 Checks: SQLite's own integrity check; chunks, chunk vectors and node vectors whose node is gone;
 chunks or nodes missing their vectors; nodes whose vectors were made from older text or another
 embedder (stale); FTS index integrity; nodes pending or in error; memory nodes past the user's
-retention policy (core.retention; only when a policy is set). Repair is explicit (`--repair`).
+retention policy (core.retention; only when a policy is set); the dictionary of fuzzy link
+suggestions (core.mentions: the embedder's tokenizer.json; reinstalling fixes it, `--repair` cannot).
+Repair is explicit (`--repair`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
     add(Finding("pending", pending, f"{pending} nodes waiting to be indexed (run `cairn index`)"))
 
     _retention(store, retention_policy, repair, report)
+    _link_dictionary(report)
 
     if repair:
         requeue |= set(errors)
@@ -138,6 +141,20 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
             elif f.check == "index_errors" and f.count:
                 f.repaired = remaining_errors == 0
     return report
+
+
+def _link_dictionary(report: DoctorReport) -> None:
+    """Fuzzy link suggestions tell real words from typos with the embedder's vocabulary; without it
+    they take any near miss (core.mentions, FUZZY RULE)."""
+    from core.mentions import dictionary_status
+
+    words, problem = dictionary_status()
+    if problem:
+        report.findings.append(Finding(
+            "link_dictionary", 1, f"{problem} Fuzzy link suggestions take real words one letter from a title "
+            "word as typos until Cairn is reinstalled (make run)."))
+    else:
+        report.findings.append(Finding("link_dictionary", 0, f"{words} dictionary words for fuzzy link suggestions"))
 
 
 def _retention(store: Store, policy, repair: bool, report: DoctorReport) -> None:

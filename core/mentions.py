@@ -17,9 +17,18 @@ the title's word has at least FUZZY_MIN_CHARS (5) letters and is no stop-word or
 word starts with the same letter and is within Damerau-Levenshtein distance 1 (2 for title words of
 FUZZY_LONG_CHARS (10) letters or more), or is the title word plus/minus a plural "s"/"es" (that also
 for words of 3-4 letters). So "neural netwroks" and "Graph Databse" are caught; "Bayesian influence"
-(inference: 2 edits in 9 letters), "deep word" (work: 4 letters) and "graph theorem" are not. A real
-word one letter away from a title word is taken ("grape theory" suggests Graph Theory): the rule
-has no dictionary; the user rejects it in the review.
+(inference: 2 edits in 9 letters), "deep word" (work: 4 letters) and "graph theorem" are not. A text
+word that is a real word is a different word, not a typo, unless it is the plural/singular: "grape
+theory" does not suggest Graph Theory, "neural network" still suggests Neural Networks. Real words
+are (1) the dictionary: the whole-word entries (alphabetic, no "##") of the offline embedder's
+WordPiece vocabulary (all-MiniLM-L6-v2 tokenizer.json: 21,361 English words and names of 3+ letters),
+read once per process, under a lock, on the first near miss (~20 ms; 3.3 MB kept, RSS +7 MB); and
+(2) the words of the user's own titles and aliases (the TitleIndex keeps them; the node being
+scanned does not count, and a word a renamed or deleted node no longer has counts until the next
+rebuild). A typo that is itself a real word ("transformer modes" for Transformer Models) is
+therefore missed; a missed suggestion costs nothing. Without a readable tokenizer.json (a broken
+install) the rule falls back to edits alone, says so once in the log ("cairn.mentions" warning),
+and `cairn doctor` reports it (check "link_dictionary").
 
 Speed (it runs on every save at 100k nodes): no regex per title. A TitleIndex, built once per
 database, holds 64-bit hashes of every eligible name (and of each fuzzy name with one word blanked
@@ -36,11 +45,13 @@ is never suggested). bench/links.py, 100k titles (bench/results/links.json): ind
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import unicodedata
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from pathlib import Path
+from typing import Callable, Iterable
 
 from core.errors import InvalidInput
 from core.fts_query import STOPWORDS
@@ -57,6 +68,8 @@ SCORE_ALIAS = 0.95
 OVERLAY_LIMIT = 20_000
 # A name shared by more nodes than this is too ambiguous to suggest (which one did the text mean?).
 MAX_SAME_NAME = 5
+
+log = logging.getLogger("cairn.mentions")
 
 _WORD = re.compile(r"\w+")
 _BOUNDARY = re.compile(r"[.!?][\"'”’)\]]*\s|\n")
@@ -149,8 +162,10 @@ def _one_edit(a: str, b: str) -> bool:
     return a[i + 1:] == b[i:] if la > lb else a[i:] == b[i + 1:]
 
 
-def near_miss(title_word: str, text_word: str) -> int | None:
-    """Edits between a title word and a text word under the FUZZY RULE, or None when not a near miss."""
+def near_miss(title_word: str, text_word: str, known: Callable[[str], bool] | None = None) -> int | None:
+    """Edits between a title word and a text word under the FUZZY RULE, or None when not a near miss.
+    `known(word)`: whether a word is a real word (default: in the dictionary); asked only when the
+    words are otherwise a near miss, so the dictionary loads on the first one."""
     if text_word == title_word or _plain(text_word) or not _fuzzy_slot(title_word):
         return None
     for a, b in ((title_word, text_word), (text_word, title_word)):
@@ -159,10 +174,12 @@ def near_miss(title_word: str, text_word: str) -> int | None:
     if len(title_word) < FUZZY_MIN_CHARS or len(text_word) < 3 or text_word[0] != title_word[0]:
         return None
     if _one_edit(title_word, text_word):
-        return 1
-    if len(title_word) < FUZZY_LONG_CHARS or not _two_edits(title_word, text_word):
+        edits = 1
+    elif len(title_word) >= FUZZY_LONG_CHARS and _two_edits(title_word, text_word):
+        edits = 2
+    else:
         return None
-    return 2
+    return None if (known or is_word)(text_word) else edits
 
 
 def _two_edits(a: str, b: str) -> bool:
@@ -180,6 +197,71 @@ def _two_edits(a: str, b: str) -> bool:
     return any(x == y or _one_edit(x, y) for x, y in options)
 
 
+# -- the dictionary ----------------------------------------------------------------------------------
+_dictionary: frozenset[str] | None = None
+_dictionary_problem: str | None = None
+_dictionary_lock = threading.Lock()
+
+
+def _vocabulary_file() -> Path:
+    """The offline embedder's tokenizer.json (raises EmbedderError when the package lacks it)."""
+    from core.embedder import tokenizer_path
+
+    return tokenizer_path()
+
+
+def _load_dictionary() -> tuple[frozenset[str], str | None]:
+    """(the real words, None), or (no words, why not) when tokenizer.json is missing or unreadable."""
+    from core.errors import EmbedderError
+
+    try:
+        path = _vocabulary_file()
+    except EmbedderError as exc:
+        return frozenset(), str(exc)
+    try:
+        with open(path, encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+    except OSError as exc:
+        return frozenset(), f"Cannot read {path}: {exc.strerror or exc}."
+    except (ValueError, KeyError, TypeError) as exc:
+        return frozenset(), f"{path} is not a tokenizer.json with a model vocabulary ({type(exc).__name__}: {exc})."
+    if not isinstance(vocab, dict):
+        return frozenset(), f"{path} has no word vocabulary (model.vocab is not a mapping of words)."
+    words = frozenset(w for w in (_fold(k) for k in vocab if isinstance(k, str) and k.isalpha()) if len(w) >= 3)
+    if not words:
+        return frozenset(), f"{path} holds no whole words in its vocabulary."
+    return words, None
+
+
+def dictionary() -> frozenset[str]:
+    """The real words of the FUZZY RULE, loaded once per process (thread-safe); empty, with a warning
+    logged once, when tokenizer.json cannot be read."""
+    global _dictionary, _dictionary_problem
+    words = _dictionary
+    if words is None:
+        with _dictionary_lock:
+            if _dictionary is None:
+                loaded, problem = _load_dictionary()
+                if problem:
+                    log.warning("Fuzzy link suggestions have no dictionary, so a real word one letter from "
+                                "a title word may be suggested: %s", problem)
+                _dictionary_problem = problem
+                _dictionary = loaded
+            words = _dictionary
+    return words
+
+
+def is_word(word: str) -> bool:
+    """Whether a normalised word is in the dictionary (False for every word when it is missing)."""
+    return word in dictionary()
+
+
+def dictionary_status() -> tuple[int, str | None]:
+    """(words in the dictionary, why it is missing or None): what `cairn doctor` reports."""
+    words = dictionary()
+    return len(words), _dictionary_problem
+
+
 # -- the index ---------------------------------------------------------------------------------------
 class TitleIndex:
     """Hashes of every node's eligible names (titles and `metadata.aliases`), memory nodes left out."""
@@ -195,6 +277,9 @@ class TitleIndex:
         self.extra_exact: dict[int, set[int]] = {}
         self.extra_wild: dict[int, set[int]] = {}
         self.extra_count = 0
+        # every word of every name -> the one node whose names hold it, or -1 for several (the FUZZY
+        # RULE's real words: a text word another node's title holds is that word, not a typo)
+        self.words: dict[str, int] = {}
         self.state: tuple | None = None
         self.names = 0
         self._build(store)
@@ -227,6 +312,20 @@ class TitleIndex:
                 out.append(tokens)
         return out
 
+    def _add_words(self, tokens: tuple[str, ...], node_id: int) -> None:
+        words = self.words
+        for t in tokens:
+            owner = words.get(t)
+            if owner is None:
+                words[t] = node_id
+            elif owner != node_id and owner != -1:
+                words[t] = -1
+
+    def title_word(self, word: str, ignore: set[int]) -> bool:
+        """Whether some node's name, not only the ignored nodes', holds this word."""
+        owner = self.words.get(word)
+        return owner is not None and (owner == -1 or owner not in ignore)
+
     def _keys(self, tokens: tuple[str, ...], exact: list[int], wild: list[int]) -> None:
         exact.append(hash(" ".join(tokens)))
         lengths = self.first_lengths.get(tokens[0], ())
@@ -250,12 +349,13 @@ class TitleIndex:
         exact_n: list[int] = []
         wild_h: list[int] = []
         wild_n: list[int] = []
-        self.first_lengths, self.fuzzy_pos = {}, {}
+        self.first_lengths, self.fuzzy_pos, self.words = {}, {}, {}
         names = 0
         for node_id, title, aliases in store.db.execute(self._SELECT):
             for tokens in self._names(title, aliases):
                 e0, w0 = len(exact_h), len(wild_h)
                 self._keys(tokens, exact_h, wild_h)
+                self._add_words(tokens, node_id)
                 exact_n.extend([node_id] * (len(exact_h) - e0))
                 wild_n.extend([node_id] * (len(wild_h) - w0))
                 names += 1
@@ -288,6 +388,7 @@ class TitleIndex:
                 exact: list[int] = []
                 wild: list[int] = []
                 self._keys(tokens, exact, wild)
+                self._add_words(tokens, node_id)
                 for table, hashes in ((self.extra_exact, exact), (self.extra_wild, wild)):
                     for h in hashes:
                         ids = table.setdefault(h, set())
@@ -437,6 +538,7 @@ def scan(store, segments: list[str], *, exclude: Iterable[int] = (), ignore: Ite
     if not tokens:
         return []
     words = [t.word for t in tokens]
+    unmatched = {int(i) for i in ignore}
     with _lock:
         index = title_index(store)
         exact, fuzzy = _candidates(index, words)
@@ -444,15 +546,19 @@ def scan(store, segments: list[str], *, exclude: Iterable[int] = (), ignore: Ite
         fuzzy_keys = list(fuzzy)
         found_exact = index.lookup([hash(" ".join(g)) for g in exact_keys], wild=False)
         found_fuzzy = index.lookup([hash(_wild_key(w, k)) for w, k in fuzzy_keys], wild=True)
+        # the text words that are some other node's title words: real words, not typos (FUZZY RULE)
+        titled = {w[k] for (w, k), ns in zip(fuzzy_keys, found_fuzzy) if ns and index.title_word(w[k], unmatched)}
     ids = {n for ns in found_exact for n in ns} | {n for ns in found_fuzzy for n in ns}
     if not ids:
         return []
+
+    def known(word: str) -> bool:
+        return word in titled or is_word(word)
     rows = store.db.execute(
         "SELECT id, title, type, json_extract(metadata, '$.aliases') AS aliases FROM nodes"
         " WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)).fetchall()
     titles: dict[int, str] = {}
     names: dict[int, list[tuple[str, ...]]] = {}  # a node's eligible names, its title's first
-    unmatched = {int(i) for i in ignore}
     for r in rows:
         if r["type"] != "memory" and r["id"] not in unmatched:
             titles[r["id"]] = r["title"]
@@ -481,7 +587,7 @@ def scan(store, segments: list[str], *, exclude: Iterable[int] = (), ignore: Ite
                 if len(name) != len(window) or abs(len(name[k]) - len(window[k])) > 2 or \
                         name[:k] != window[:k] or name[k + 1:] != window[k + 1:]:
                     continue
-                edits = near_miss(name[k], window[k])
+                edits = near_miss(name[k], window[k], known)
                 if edits is not None and (best is None or edits < best[0]):
                     best = (edits, name)
             if best is not None:

