@@ -614,14 +614,18 @@ def apply(store: Store, chat_id: int, accepted: list[Proposal]) -> Applied:
     return done
 
 
-def unretire(store: Store, node_id: int) -> dict:
-    """Undo a retirement: the `retired` dimension and metadata.retired go; provenance_log keeps the record."""
-    node = store.get_node(node_id)
-    if RETIRED not in [d.lower() for d in node["dimensions"]]:
-        raise InvalidInput(f"Node {node_id} is not retired.")
-    meta = dict(node.get("metadata") or {})
-    record = meta.pop("retired", None)
-    meta["provenance_log"] = list(meta.get("provenance_log") or []) + [
-        {"kind": "unretired", "at": clock.now(), "was": record}]
-    return store.update_node(node_id, metadata=meta,
-                             dimensions=[d for d in node["dimensions"] if d.lower() != RETIRED])
+def unretire(store: Store, node_id: int, *, via: str | None = None) -> dict:
+    """Undo a retirement: the `retired` dimension and metadata.retired go; provenance_log keeps the record
+    (`{kind: "unretired", at, was, via}`: `was` is the retirement undone, None if it was added by hand)."""
+    with store.db.transaction():  # read and write as one: a concurrent edit cannot slip in between
+        node = store.get_node(node_id)
+        if RETIRED not in [d.lower() for d in node["dimensions"]]:
+            raise InvalidInput(f"Node {node_id} ({node['title']!r}) is not retired; nothing was changed.")
+        meta = dict(node.get("metadata") or {})
+        record = meta.pop("retired", None)
+        entry = {"kind": "unretired", "at": clock.now(), "was": record}
+        if via:
+            entry["via"] = via
+        meta["provenance_log"] = list(meta.get("provenance_log") or []) + [entry]
+        return store.update_node(node_id, metadata=meta,
+                                 dimensions=[d for d in node["dimensions"] if d.lower() != RETIRED])

@@ -1084,6 +1084,12 @@ def build_parser() -> argparse.ArgumentParser:
     provider_options(p)
     p.add_argument("--accept", metavar="N,N", help="apply these proposals of the last `cairn distil CHAT_ID`")
     p.add_argument("--yes", "-y", action="store_true", help="apply without asking")
+    from tui.cli_retire import cmd_retired, cmd_unretire
+
+    p = verb("retired", cmd_retired, "list the nodes distilled chats retired: when, by which chat, why", read=True)
+    p.add_argument("--limit", "-n", type=int, metavar="N", help="at most N, most recently retired first")
+    p = verb("unretire", cmd_unretire, "bring back a retired node (into retrieval and hubs again)", read=True)
+    p.add_argument("id", type=_id)
     from tui.cli_workflows import add_arguments as workflow_arguments, cmd_integrate, cmd_links
 
     p = verb("integrate", cmd_integrate, "propose explained links from a node to related ones; --accept writes them",

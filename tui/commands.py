@@ -41,6 +41,9 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                                 panel.action_integrate)
             yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",
                                 _link_suggestions(app, view.node_id, view.node["title"]))
+            from tui.retire import commands as retire_commands
+
+            yield from retire_commands(app, view)  # "Focus: un-retire", for a retired node only
 
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))

@@ -31,6 +31,7 @@ from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
 from core.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
+from tui.retire import status_text as retired_text
 from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
 from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
@@ -204,6 +205,7 @@ class NodeView(Vertical):
                 yield Static(Text(f"Node {self.node_id}"), classes="node-title")
                 yield Static(classes="node-fields")
                 yield Static(classes="node-status")
+                yield Static(classes="node-retired")  # shown only for a retired node (tui.retire)
                 yield Label("Edges", classes="node-section node-edges-heading")
                 yield EdgeList(classes="node-edges")
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")
@@ -225,6 +227,7 @@ class NodeView(Vertical):
         self.query_one(".node-edges", OptionList).display = False
         self.query_one(".node-source-note", Static).display = False
         self.query_one(".node-source-text", TextArea).display = False
+        self.query_one(".node-retired", Static).display = False
         self.loading = True
         self.load()
 
@@ -305,6 +308,7 @@ class NodeView(Vertical):
         self.query_one(".node-title", Static).update(Text(_plain(node["title"])))
         self.query_one(".node-fields", Static).update(self._fields_text(node))
         self._show_status(node)
+        self._show_retired(node)
         self._show_edges(edges)
         self._show_source(source)
 
@@ -337,6 +341,13 @@ class NodeView(Vertical):
             text = Text(f"● {status}: waiting to be indexed")
         widget.update(text)
         widget.set_classes(f"node-status -{status}")
+
+    def _show_retired(self, node: dict) -> None:
+        text = retired_text(node)
+        widget = self.query_one(".node-retired", Static)
+        widget.display = text is not None
+        if text is not None:
+            widget.update(text)
 
     def _show_edges(self, edges: list[dict]) -> None:
         options = self.query_one(".node-edges", OptionList)
