@@ -537,11 +537,14 @@ def _pending_key(chat_id: int) -> str:
 
 def save_pending(store: Store, result: DistilResult) -> None:
     """Keep the proposals just shown, so `--accept N` picks from exactly those (not a new model reply)."""
-    pending.save(store, _pending_key(result.chat_id), [asdict(p) for p in result.proposals], result.warnings)
+    pending.save(store, _pending_key(result.chat_id), [asdict(p) for p in result.proposals], result.warnings,
+                 owner=("chat", result.chat_id))
 
 
 def load_pending(store: Store, chat_id: int) -> DistilResult | None:
-    kept = pending.load(store, _pending_key(chat_id))
+    """The proposals kept for the chat, or None; pending.OwnerDeleted (the list discarded) when the chat
+    was deleted since they were listed."""
+    kept = pending.load(store, _pending_key(chat_id), owner=("chat", chat_id))
     if kept is None:
         return None
     proposals, warnings, _at = kept

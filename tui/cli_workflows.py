@@ -40,13 +40,14 @@ def _pending_key(mode: str, node_id: int) -> str:
 
 
 def _save(store, mode: str, node_id: int, proposals, warnings: list[str]) -> None:
-    pending.save(store, _pending_key(mode, node_id), [p.as_dict() for p in proposals], warnings)
+    pending.save(store, _pending_key(mode, node_id), [p.as_dict() for p in proposals], warnings,
+                 owner=("node", node_id))
 
 
 def _load(store, mode: str, node_id: int):
     from core.integrate import Proposal
 
-    kept = pending.load(store, _pending_key(mode, node_id))
+    kept = pending.load(store, _pending_key(mode, node_id), owner=("node", node_id))  # OwnerDeleted: node gone
     if kept is None:
         return None
     proposals, warnings, at = kept
@@ -114,6 +115,8 @@ def run(args, out, mode: str) -> int:
     if explanations and args.accept is None:
         raise InvalidInput("--explanation goes with --accept (it explains a link you accept).")
     with _store(args) as store:
+        # Before "there is no node N": a list kept for a node deleted since is named as such, and discarded.
+        kept = _load(store, mode, args.id) if args.accept is not None else None
         node = store.get_node(args.id)
         if args.accept is None:
             proposals, warnings = _find(args, store, mode)
@@ -131,7 +134,6 @@ def run(args, out, mode: str) -> int:
             return 0
 
         numbers = accept_numbers(args.accept)
-        kept = _load(store, mode, args.id)
         if kept is not None:
             proposals, warnings, at = kept
             source = f"the list shown at {at[:16].replace('T', ' ')} UTC"
