@@ -268,10 +268,11 @@ class ContextEngine:
             lines.append(f"{label}: {body}")
         return "\n".join(lines), [n["id"] for n in nodes]
 
-    def retrieve(self, message: str) -> list[Passage]:
+    def retrieve(self, message: str, now: datetime | None = None) -> list[Passage]:
         """Passages for this message: hybrid search, then the cosine floor and relative cutoff; keyword
-        passages and the most recent notes when meaning search is unavailable (see `retrieval_note`)."""
-        scored = self.scored_hits(message)
+        passages and the most recent notes when meaning search is unavailable (see `retrieval_note`).
+        `now` is the clock the memory boost's recency is measured on (the chat's, via suffix)."""
+        scored = self.scored_hits(message, now)
         kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored)
         return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
                         None if c is None else round(c, 4), h.get("fallback", "search"))
@@ -285,7 +286,7 @@ class ContextEngine:
         return (self.visible(hit) and not _retired(hit)
                 and (not scope or bool({d.lower() for d in hit["dimensions"]} & scope)))
 
-    def scored_hits(self, message: str) -> list[tuple[float, dict]]:
+    def scored_hits(self, message: str, now: datetime | None = None) -> list[tuple[float, dict]]:
         """Retrieval candidates the agent may read, best first, each with its passage's cosine (memory
         hits boosted by recency and use, core.memory). When the embedder is unavailable or the indexing
         backlog is large, `retrieval_note` says so and the pairs are keyword hits and recent notes with
@@ -306,7 +307,7 @@ class ContextEngine:
             if cosine is None:
                 cosine = self._chunk_cosine(h, qvec)
             scored.append((cosine, h))
-        return memory.boost(self.store, scored)
+        return memory.boost(self.store, scored, now)
 
     def _chunk_cosine(self, hit: dict, qvec) -> float:
         import numpy as np
@@ -324,7 +325,7 @@ class ContextEngine:
         # so an edit made while a tab is open, such as a never_send dimension, is honoured.
         self._focus_text, self._focus_ids = self._render_focus(self._focus)
         if passages is None:
-            passages = self.retrieve(message)
+            passages = self.retrieve(message, now)
         retrieved = ""
         if passages:
             parts = ["[Retrieved passages — cite as [N]]"]

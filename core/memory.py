@@ -4,7 +4,24 @@ small ranking boost that gives a recently or often used memory the edge over an 
 A *use* is a memory passage put into a request's retrieved block, or a memory node returned to the
 model by a read tool (getNodesById, searchContent); it is counted once per chat turn. Uses live in
 the `memory_access` side table (migration 2), so a use never rewrites the node's row. The user's own
-notes (any other type) are never counted and never boosted.
+notes (any other type) are never counted and never boosted. A memory node moved to the trash keeps
+its count in the trash payload, and `cairn restore` brings it back with the node (core.store).
+
+Where the boost applies (one rule: it orders what Cairn itself puts into a chat request, nothing else):
+
+- Chat retrieval (core.context.ContextEngine.scored_hits, the retrieved block of every turn): boosted.
+- The Context viewer and `cairn context` (with or without --chat), and `cairn ask`: boosted, because
+  they build the request with the same engine and so show exactly what the chat will send, in the
+  same order. The boost's recency is measured on the chat's clock (ContextEngine.suffix passes its
+  `now` down), and previewing is not a use: only a sent turn counts one, so looking at the preview
+  cannot change the ranking it shows.
+- `cairn search`, the searchContent / queryNodes tools (the chat model's and the MCP server's alike):
+  not boosted. These are searches someone asked for with their own query; they answer with the
+  search engine's ranking and score, so the same query ranks the same way wherever it is asked,
+  and a search of the user's notes is not reordered by how often the chat used its memories.
+- The keyword fallback of chat retrieval (core.retrieval_fallback): not boosted (BM25 scores are
+  not comparable the way the boost assumes), and candidate searches of distil and integrate: not
+  boosted (they gather candidates, they do not order a request).
 """
 
 from __future__ import annotations
@@ -16,7 +33,7 @@ from typing import Iterable
 
 from core import clock
 
-# The boost, applied to a memory hit's hybrid score in chat retrieval (core.context):
+# The boost, applied to a memory hit's hybrid score in chat retrieval (core.context; see above for where):
 #     score x (1 + ACCESS_WEIGHT * a + RECENCY_WEIGHT * r)
 #     a = min(1, log1p(uses) / log1p(ACCESS_SATURATION))    0 when never used, 1 from 20 uses on
 #     r = 0.5 ** (days since last use, or creation, / RECENCY_HALF_LIFE_DAYS)

@@ -151,7 +151,8 @@ _V1 = [
 # request's retrieved passages or returned by a read tool (core.memory). A side table rather than
 # columns on `nodes`: recording a use never rewrites the node's row, so nodes.updated_at (which
 # orders the Nodes pane and breaks hub ties) keeps meaning "last edited", and no node trigger runs.
-# Deleting the node removes its row (the trash keeps the node, not its use count).
+# Deleting the node removes its row; the trash keeps a copy in the node's payload and restoring puts it
+# back (core.store.delete_node / restore_node; before that copy, a restored memory came back unused).
 _V2 = [
     """CREATE TABLE memory_access (
         node_id           INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,

@@ -248,7 +248,12 @@ class Store:
         return self.get_node(node_id)
 
     def delete_node(self, node_id: int) -> dict[str, Any]:
-        """Move a node (and its edges) to the trash; chunks, FTS rows and vectors go with it."""
+        """Move a node (and its edges) to the trash; chunks, FTS rows and vectors go with it.
+
+        A memory node's use count (its `memory_access` row, core.memory) is kept in the trash payload
+        as "memory_access": the row itself goes with the node (ON DELETE CASCADE), and without the copy
+        a memory restored from the trash would come back as never used (no boost, first in line for
+        the retention policy)."""
         with self.db.transaction() as conn:
             row = conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
             if row is None:
@@ -256,10 +261,16 @@ class Store:
             node = node_record(row)
             edges = [edge_record(e) for e in conn.execute(
                 "SELECT * FROM edges WHERE from_node_id = ? OR to_node_id = ?", (node_id, node_id))]
+            payload: dict[str, Any] = {"node": node, "edges": edges}
+            used = conn.execute("SELECT access_count, last_accessed_at FROM memory_access WHERE node_id = ?",
+                                (int(node_id),)).fetchone()
+            if used is not None:
+                payload["memory_access"] = {"access_count": used["access_count"],
+                                            "last_accessed_at": used["last_accessed_at"]}
             stamp = clock.now()
             conn.execute(
                 "INSERT INTO trash(node_id, payload, deleted_at) VALUES (?, ?, ?)",
-                (node_id, json.dumps({"node": node, "edges": edges}, ensure_ascii=False), stamp),
+                (node_id, json.dumps(payload, ensure_ascii=False), stamp),
             )
             conn.execute("DELETE FROM nodes WHERE id = ?", (int(node_id),))
         return node
@@ -274,7 +285,9 @@ class Store:
         return out
 
     def restore_node(self, node_id: int) -> dict[str, Any]:
-        """Bring back the most recently deleted node with this id, and its edges whose other end exists."""
+        """Bring back the most recently deleted node with this id, its edges whose other end exists, and
+        its use count if it was a used memory node (kept by delete_node; a node trashed before that was
+        kept has none to bring back)."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT id, payload FROM trash WHERE node_id = ? ORDER BY id DESC LIMIT 1", (int(node_id),)
@@ -301,6 +314,10 @@ class Store:
                     (e["id"], e["from_node_id"], e["to_node_id"], e["explanation"], json.dumps(e["context"]),
                      e["source"], e["created_at"], e["from_node_id"], e["to_node_id"]),
                 )
+            used = payload.get("memory_access")
+            if used:
+                conn.execute("INSERT INTO memory_access(node_id, access_count, last_accessed_at) VALUES (?, ?, ?)",
+                             (n["id"], int(used["access_count"]), used.get("last_accessed_at")))
             conn.execute("DELETE FROM trash WHERE id = ?", (row["id"],))
         return self.get_node(node_id)
 
