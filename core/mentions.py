@@ -315,10 +315,8 @@ class TitleIndex:
     def _add_words(self, tokens: tuple[str, ...], node_id: int) -> None:
         words = self.words
         for t in tokens:
-            owner = words.get(t)
-            if owner is None:
-                words[t] = node_id
-            elif owner != node_id and owner != -1:
+            owner = words.setdefault(t, node_id)
+            if owner != node_id and owner != -1:
                 words[t] = -1
 
     def title_word(self, word: str, ignore: set[int]) -> bool:
