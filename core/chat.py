@@ -44,6 +44,9 @@ class Reply:
     created_nodes: list[int] = field(default_factory=list)
     tool_calls: int = 0
     requests: int = 0
+    # This turn's side requests (core.usage_log): {"summary" | "citation_check": usage dict}, also on
+    # their sent_log rows (message_id = the turn's user message); not in `usage`, which is the reply's own.
+    side_usage: dict = field(default_factory=dict)
 
 
 def _text_block(text: str) -> dict:
@@ -186,10 +189,12 @@ class Chat:
     # -- a turn --------------------------------------------------------------------------------------
     def send(self, message: str, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         """Stream one turn: text deltas, tool calls and results, usage, stop or error. The reply is
-        persisted as it ends (also when cancelled or cut: kept, marked incomplete)."""
+        persisted as it ends (also when cancelled or cut: kept, marked incomplete). With the model
+        citation check, a `phase` event ("citation_check") says the judge request starts (the reply is
+        complete and stored by then; `cancel` set after it skips the check only)."""
         if not message.strip():
             raise InvalidInput("The message is empty.")
-        self._maybe_summarise()
+        summary = self._maybe_summarise()
         request = self.request(message)
         reply = Reply()
         self.last_reply = reply
@@ -201,6 +206,9 @@ class Chat:
                                      "passages": {str(p.n): p.node_id for p in request.suffix.passages},
                                      "passage_spans": citations.passage_spans(request.suffix.text,
                                                                               request.suffix.passages)})
+        if summary is not None:  # the summary was made for this turn: its row names the turn's message
+            usage_log.attach_message(self.store, summary[0], user_id)
+            reply.side_usage["summary"] = summary[1].as_dict()
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
             with self.store.db.transaction() as conn:
@@ -274,7 +282,8 @@ class Chat:
                                         usage=reply.usage.as_dict(), citations=stored, status=reply.status,
                                         sent={"error": reply.error} if reply.error else None)
         if reply.citation_check and self.config.chat.check_citations == "model":
-            self._judge_citations(reply, request, user_id, cancel)  # after the reply is stored and complete
+            # after the reply is stored and complete; yields the "citation_check" phase event
+            yield from self._judge_citations(reply, request, user_id, cancel)
         # Memory nodes used this turn (a retrieved passage, or read by a tool) count as used (core.memory).
         memory.record_access(self.store, [p.node_id for p in request.suffix.passages] + sorted(ctx.read))
         self._remember(message, reply)
@@ -293,10 +302,11 @@ class Chat:
                                existing=lambda ids: {n["id"] for n in self.store.get_nodes(ids)})
 
     def _judge_citations(self, reply: Reply, request: ContextRequest, user_id: int,
-                         cancel: threading.Event | None) -> None:
+                         cancel: threading.Event | None) -> Iterator[StreamEvent]:
         """The optional model check: one request asking whether each cited text supports its sentence,
         with the passages exactly as sent (read back from the user message's stored `sent`); the verdicts
-        (or why the check failed) are stored with the reply."""
+        (or why the check failed, or that the user skipped it) are stored with the reply. Yields one
+        `phase` event just before the request, so a UI can say the check is running."""
         result = reply.citation_check
         result.mode = "model"
         if reply.status != "complete":
@@ -314,14 +324,20 @@ class Chat:
             if any(i["status"] == "ok" for i in result.items):
                 _, covered = citations.judge_request(result.items, texts)
                 log_id = None
-                if covered:  # the judge request sends these nodes' text; its tokens go on the same row
-                    log_id = usage_log.log_request(
-                        self.store, purpose="citation_check", provider=self.provider.name, model=self.provider.model,
-                        node_ids=[result.items[i]["node_id"] for i in covered if result.items[i]["node_id"] is not None],
-                        chat_id=self.id, message_id=user_id)
-                citations.judge(result, texts, self.provider, self.chat_key, cancel)
-                if log_id is not None and result.usage is not None:
-                    usage_log.record_usage(self.store, log_id, result.usage)
+                if covered and cancel is not None and cancel.is_set():
+                    citations.skip(result)  # stopped as the reply ended: no request is sent
+                else:
+                    if covered:  # the judge request sends these nodes' text; its tokens go on the same row
+                        yield StreamEvent("phase", text="citation_check")
+                        log_id = usage_log.log_request(
+                            self.store, purpose="citation_check", provider=self.provider.name,
+                            model=self.provider.model, chat_id=self.id, message_id=user_id,
+                            node_ids=[result.items[i]["node_id"] for i in covered
+                                      if result.items[i]["node_id"] is not None])
+                    citations.judge(result, texts, self.provider, self.chat_key, cancel)
+                    if log_id is not None and result.usage is not None:
+                        usage_log.record_usage(self.store, log_id, result.usage)
+                        reply.side_usage["citation_check"] = dict(result.usage)
         stored = dict(reply.citations, check=result.as_dict())
         with self.store.db.transaction() as conn:
             conn.execute("UPDATE messages SET citations = ? WHERE id = ?", (json.dumps(stored), reply.message_id))
@@ -429,16 +445,18 @@ class Chat:
         self.metadata["skills_dropped"] = dropped
 
     # -- rolling summary -----------------------------------------------------------------------------
-    def _maybe_summarise(self) -> None:
+    def _maybe_summarise(self) -> "tuple[int, Usage] | None":
+        """Fold the older history into the rolling summary when it has grown past the threshold.
+        Returns (its sent_log row id, its usage) when a summary request was made (also a failed one)."""
         history_rows = [r for r in self._rows() if r["id"] > self.metadata.get("summary_upto", 0)]
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
         if size < SUMMARY_THRESHOLD_TOKENS or self.provider.name == "offline":
-            return
+            return None
         # Cut before the 4th-last user message that carries text (keeps tool pairs together).
         starts = [i for i, r in enumerate(history_rows)
                   if r["role"] == "user" and any(b.get("type") == "text" for b in json.loads(r["content"]))]
         if len(starts) <= SUMMARY_KEEP_EXCHANGES:
-            return
+            return None
         cut = starts[-SUMMARY_KEEP_EXCHANGES]
         old = history_rows[:cut]
         transcript = []
@@ -467,7 +485,7 @@ class Chat:
             usage_log.record_usage(self.store, log_id, usage)  # the tokens counted before it failed
             self.metadata["summary_error"] = str(exc)  # continue unsummarised; shown by `cairn chats`
             self._save_metadata()
-            return
+            return log_id, usage
         usage_log.record_usage(self.store, log_id, usage)
         if text.strip():
             self.metadata["summary"] = text.strip()
@@ -475,6 +493,7 @@ class Chat:
             self._reattach_skills(old[-1]["id"])
             self.metadata.pop("summary_error", None)
             self._save_metadata()
+        return log_id, usage
 
 
 def _citations_and_check(raw: str | None) -> dict:

@@ -9,7 +9,8 @@ Anything else is *dangling* and is shown as such; the reply text itself is never
 
 With `chat.check_citations = "model"` the same provider is then asked, in one request after the reply
 is complete, whether each cited text supports the sentence that cites it (strict JSON verdicts). A
-check that cannot be done says "citation check failed: <reason>"; it never counts as a pass.
+check that cannot be done says "citation check failed: <reason>"; one the user stops (escape, ctrl+c)
+says "citation check skipped"; neither ever counts as a pass.
 
 Things that only look like citations inside code (`a[1]` in a code span or a fenced block) are not
 citations. Indented code blocks are not recognised (they are rare in replies and collide with lists).
@@ -28,6 +29,7 @@ MAX_JUDGED = 40  # claims per model request; more are left unchecked (and say so
 JUDGE_SOURCE_CHARS = 3000  # of a cited node's text given to the judge
 SENTENCE_CHARS = 300
 MAX_NODE_ID = 2**63 - 1
+SKIPPED = "citation check skipped: stopped before the model judged the citations"
 
 # A group: `[NODE:12]`, `[NODE:12:"Title"]` (JSON-escaped title), `[NODE:12:Title]`, `[3]`, `[1, 2]`.
 # Not `\[1]` (escaped), not `[[1]]`, not a Markdown link's text `[1](url)`.
@@ -163,8 +165,9 @@ def _tidy(sentence: str) -> str:
 class CitationCheck:
     """The verdict on one reply's citations. status: "ok" (every citation points at context that was
     sent, and with the model check each is supported), "problems", "failed" (the check itself could
-    not be done: `error` says why; dangling items found before the failure are still listed), or
-    "none" (the reply cites nothing)."""
+    not be done: `error` says why; dangling items found before the failure are still listed),
+    "skipped" (the user stopped the model check: the citations point at what was sent, but none was
+    judged), or "none" (the reply cites nothing)."""
 
     mode: str
     items: list[dict] = field(default_factory=list)
@@ -172,18 +175,21 @@ class CitationCheck:
     error: str | None = None  # "citation check failed: <reason>"
     note: str | None = None  # e.g. why the model check did not run
     usage: dict | None = None  # of the model check's request
+    skipped: bool = False  # the user stopped the model check before its verdicts came
 
     def as_dict(self) -> dict:
         out: dict[str, Any] = {"mode": self.mode, "status": self.status, "items": self.items}
         for key in ("error", "note", "usage"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.skipped:
+            out["skipped"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "CitationCheck":
         return cls(data.get("mode", "sent"), list(data.get("items") or []), data.get("status", "none"),
-                   data.get("error"), data.get("note"), data.get("usage"))
+                   data.get("error"), data.get("note"), data.get("usage"), bool(data.get("skipped")))
 
     def settle(self) -> "CitationCheck":
         """Set the status from the items (and the error)."""
@@ -193,6 +199,8 @@ class CitationCheck:
             self.status = "none"
         elif any(i["status"] != "ok" for i in self.items):
             self.status = "problems"
+        elif self.skipped:
+            self.status = "skipped"
         else:
             self.status = "ok"
         return self
@@ -222,6 +230,8 @@ class CitationCheck:
                 out.append(f"· {item['citation']} not checked: {item['why']}")
         if self.error:
             out.append(self.error)
+        elif self.skipped:
+            out.append(f"· {SKIPPED}")
         elif self.note:
             out.append(f"· {self.note}")
         return out
@@ -405,10 +415,19 @@ def apply_verdicts(result: CitationCheck, covered: list[int], verdicts: list[tup
     result.settle()
 
 
+def skip(result: CitationCheck) -> CitationCheck:
+    """The user stopped the model check (escape in the chat pane, ctrl+c in `cairn ask`): no verdicts;
+    the items keep what the sent check found, and the result says it was skipped."""
+    result.mode = "model"
+    result.skipped = True
+    return result.settle()
+
+
 def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str, cancel=None) -> list[int]:
     """Ask the provider, in one request, whether each cited text supports its sentence; update `result`
     in place. Returns the node ids whose text was sent (for sent_log). Any failure (provider error,
-    answer not the JSON asked for) sets `result.error`; it never passes silently."""
+    answer not the JSON asked for) sets `result.error`; `cancel` set before the answer came skips the
+    check (`skip`); neither passes silently."""
     from core.providers.base import ProviderError, Usage
 
     result.mode = "model"
@@ -426,12 +445,22 @@ def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str,
             usage = exc.usage  # what the provider counted before it failed
             raise
         usage = reply.usage
-        if reply.stop == "cancelled":
-            raise ProviderError("stopped before the model answered")
         result.usage = usage.as_dict()
+        if reply.stop == "cancelled":
+            skip(result)
+            return sent_ids
         apply_verdicts(result, covered, parse_verdicts(reply.text, len(covered)))
     except (ProviderError, ValueError) as exc:
         result.usage = usage.as_dict()
-        result.error = f"citation check failed: {exc}"
+        result.error = f"citation check failed: {_about_the_check(str(exc))}"
         result.settle()
     return sent_ids
+
+
+def _about_the_check(reason: str) -> str:
+    """A provider's error as said of the judge's request: "the partial reply is kept, marked incomplete"
+    is about a chat reply, and the reply whose citations were being checked is complete."""
+    return _PARTIAL_KEPT.sub("", reason)
+
+
+_PARTIAL_KEPT = re.compile(r";\s*the partial reply is kept, marked incomplete")

@@ -5,7 +5,9 @@ A chat reply's tokens are stored on its assistant message (messages.usage); a si
 message of its own, so its normalised usage (core.providers.base.Usage) goes on its sent_log row
 (migration 3), next to what it sent and where. The row is written before the request (the log says
 what left the machine even if the request never returns) and its usage after, also when the request
-failed part way: the provider counted those tokens. `cairn stats` (core.stats) sums both.
+failed part way: the provider counted those tokens. `cairn stats` (core.stats) sums both. The rolling
+summary and the citation judge also name their turn's user message (message_id), so the chat pane can
+show their tokens beside that turn's reply (`turn_usage`).
 """
 
 from __future__ import annotations
@@ -37,3 +39,24 @@ def record_usage(store, row_id: int, usage) -> None:
     data = usage.as_dict() if hasattr(usage, "as_dict") else dict(usage)
     with store.db.transaction() as conn:
         conn.execute("UPDATE sent_log SET usage = ? WHERE id = ?", (json.dumps(data), int(row_id)))
+
+
+def attach_message(store, row_id: int, message_id: int) -> None:
+    """Name the chat message a side request was made for, once that message exists (the rolling summary
+    runs before its turn's user message is stored)."""
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE sent_log SET message_id = ? WHERE id = ?", (int(message_id), int(row_id)))
+
+
+def turn_usage(store, chat_id: int) -> dict[int, dict[str, dict]]:
+    """{user message id: {purpose: usage}} of a chat's side requests made for a turn (the rolling summary
+    and the citation judge name their turn's user message), summed per purpose: what the chat pane shows
+    beside each reply's own tokens when a chat is reopened."""
+    out: dict[int, dict[str, dict]] = {}
+    for row in store.db.execute(
+            "SELECT message_id, purpose, usage FROM sent_log WHERE chat_id = ? AND message_id IS NOT NULL"
+            " AND purpose IS NOT NULL AND usage IS NOT NULL ORDER BY id", (int(chat_id),)):
+        into = out.setdefault(row["message_id"], {}).setdefault(row["purpose"], {})
+        for key, value in json.loads(row["usage"]).items():
+            into[key] = into.get(key, 0) + int(value or 0)
+    return out

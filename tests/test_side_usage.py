@@ -185,7 +185,11 @@ def test_the_rolling_summary_tokens_count_once(store, searcher, anth, monkeypatc
     assert anthropic_tokens(store) == reported_total(anth)
     assert by_purpose(store) == {"summary": {"requests": 1, **normalised(summary_req.usage)}}
     [row] = side_rows(store, "summary")
-    assert row["chat_id"] == chat.id and row["message_id"] is None and json.loads(row["node_ids"]) == []
+    # the row names the turn it was made for (the chat pane shows its tokens under that turn's reply)
+    question_5 = store.db.execute("SELECT MAX(id) FROM messages WHERE chat_id = ? AND role = 'user'",
+                                  (chat.id,)).fetchone()[0]
+    assert row["chat_id"] == chat.id and row["message_id"] == question_5 and json.loads(row["node_ids"]) == []
+    assert chat.last_reply.side_usage == {"summary": normalised(summary_req.usage)}
     assert stats.collect(store)["tokens_this_week"]["by_provider"]["anthropic"]["replies"] == 6
 
 

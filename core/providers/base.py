@@ -49,7 +49,8 @@ class ToolCall:
 @dataclass
 class StreamEvent:
     """type: "text" (text), "tool_call" (tool_call), "usage" (usage), "stop" (stop_reason),
-    "error" (error: a ProviderError; the reply so far is kept)."""
+    "error" (error: a ProviderError; the reply so far is kept). Chat.send adds "tool_result" and
+    "phase" (text: what starts next, e.g. "citation_check"); a consumer ignores types it does not know."""
 
     type: str
     text: str = ""

@@ -5,7 +5,8 @@
 A reply streams from a thread worker that opens its own Store (a Chat and its connection belong to
 one thread) and forwards the provider's events as small messages; text deltas go through a shared
 buffer and a coalescing message, then into `Markdown.get_stream`, so a flood of tokens never queues
-one UI update per token. Escape stops a reply (the partial reply is kept, marked incomplete).
+one UI update per token. Escape stops a reply (the partial reply is kept, marked incomplete); while
+the model checks the reply's citations (chat.check_citations = "model") it skips the check only.
 ctrl+z moves the notes the model created in the latest reply that created any to Cairn's trash.
 """
 
@@ -47,6 +48,48 @@ def usage_line(usage: dict | None) -> str:
     u = usage or {}
     return (f"in {u.get('input', 0):,} (cache read {u.get('cache_read', 0):,}, write {u.get('cache_write', 0):,})"
             f" · out {u.get('output', 0):,}")
+
+
+META_WIDTH = 80  # a reply's usage line stays one line in an 80-column terminal when it can
+SIDE_LABELS = {"citation_check": ("citation check", "check"), "summary": ("summary", "summary")}
+
+
+def _count(n, short: bool) -> str:
+    n = int(n or 0)
+    if short and n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if short and n >= 100_000:
+        return f"{round(n / 1000)}k"
+    if short and n >= 10_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n:,}"
+
+
+def reply_meta_line(usage: dict | None, status: str, side: dict | None = None) -> str:
+    """A reply's usage line: its own request's tokens and status, then the side requests made for its
+    turn (the citation check, the rolling summary: core.usage_log), so what the turn cost is all under
+    the reply. With side requests the cache figures are shortened, then the labels, then numbers
+    written 12.3k, to fit META_WIDTH when that can be done."""
+    u = usage or {}
+    extras = [(key, side[key]) for key in SIDE_LABELS if (side or {}).get(key)]
+    if not extras:
+        return f"{usage_line(u)} · {status}"
+    line = ""
+    for label_at, short in ((0, False), (1, False), (1, True)):
+        parts = [f"in {_count(u.get('input'), short)} (cache r {_count(u.get('cache_read'), short)}"
+                 f" w {_count(u.get('cache_write'), short)}) · out {_count(u.get('output'), short)}", status]
+        for key, s in extras:
+            parts.append(f"+ {SIDE_LABELS[key][label_at]} {_count(s.get('input'), short)} in/"
+                         f"{_count(s.get('output'), short)} out")
+        line = " · ".join(parts)
+        if len(line) <= META_WIDTH:
+            break
+    return line
+
+
+def add_usage(total: dict, usage: dict | None) -> None:
+    for key in total:
+        total[key] += int((usage or {}).get(key, 0) or 0)
 
 
 def linkify(text: str, passages: dict[str, int], broken: set[str] | frozenset = frozenset()) -> str:
@@ -115,6 +158,14 @@ class _Activity(Message, bubble=False):
 
 
 @dataclass
+class _Phase(Message, bubble=False):
+    """The reply is complete and stored; a side request for it starts ("citation_check")."""
+
+    turn: int
+    phase: str
+
+
+@dataclass
 class _TurnDone(Message, bubble=False):
     turn: int
     text: str
@@ -125,6 +176,7 @@ class _TurnDone(Message, bubble=False):
     passages: dict = field(default_factory=dict)
     created: list = field(default_factory=list)
     check: dict | None = None  # the citation check (core.citations), if one ran
+    side: dict = field(default_factory=dict)  # this turn's side requests' usage, by purpose (Reply.side_usage)
 
 
 @dataclass
@@ -232,6 +284,7 @@ class ChatPane(Vertical):
         self._focus = None
         self._turn = 0
         self._streaming = False
+        self._phase = ""  # "citation_check" while the model checks the reply's citations
         self._cancel = threading.Event()
         self._buffer: list[str] = []
         self._buffer_lock = threading.Lock()
@@ -347,6 +400,7 @@ class ChatPane(Vertical):
         log = self.query_one(ChatLog)
         self._turn += 1
         self._streaming = True
+        self._phase = ""
         self._cancel = threading.Event()
         with self._buffer_lock:
             self._buffer.clear()
@@ -394,12 +448,15 @@ class ChatPane(Vertical):
                     elif event.type == "tool_result":
                         mark = "✗" if event.stop_reason == "error" else "←"
                         self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
+                    elif event.type == "phase":
+                        self.post_message(_Phase(turn, event.text))
                 reply = chat.last_reply
                 passages = dict(reply.citations.get("passages", {}))
                 check = reply.citation_check.as_dict() if reply.citation_check else None
                 sources = _sources(store, reply.citations, reply.created_nodes, check)
                 self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
-                                            sources, passages, list(reply.created_nodes), check))
+                                            sources, passages, list(reply.created_nodes), check,
+                                            dict(reply.side_usage)))
         except ProviderError as exc:
             self.post_message(_TurnFailed(turn, str(exc), stored))
         except Exception as exc:  # shown inline; the app never crashes on a failed reply
@@ -474,6 +531,15 @@ class ChatPane(Vertical):
         self._activity.update(Text("\n".join(self._activity_lines[-12:])))
         self._activity.display = True
 
+    @on(_Phase)
+    async def _phase_started(self, message: _Phase) -> None:
+        if message.turn != self._turn or message.phase != "citation_check":
+            return
+        await self._deltas(_Deltas(message.turn))  # the reply is complete: show all of it
+        self._phase = message.phase
+        if not self.stop_pending and not self._cancel.is_set():
+            self._set_status("checking citations… (esc skips)")
+
     @on(_TurnDone)
     async def _turn_done(self, message: _TurnDone) -> None:
         if message.turn != self._turn:
@@ -495,14 +561,16 @@ class ChatPane(Vertical):
         status = message.status
         if status == "incomplete" and not message.error:
             status = "incomplete (stopped)"
-        log.mount(Static(Text(f"{usage_line(message.usage)} · {status}"), classes=f"reply-meta {message.status}"))
+        log.mount(Static(Text(reply_meta_line(message.usage, status, message.side)),
+                         classes=f"reply-meta {message.status}"))
         sources = SourceList(message.sources, classes="sources") if message.sources else None
         if sources is not None:
             log.mount(sources)
         if message.created:
             self._created = _CreatedBatch(list(message.created), sources)
-        for key in self._total:
-            self._total[key] += int(message.usage.get(key, 0) or 0)
+        add_usage(self._total, message.usage)
+        for usage in message.side.values():
+            add_usage(self._total, usage)
         self.last_reply_text = shown
         self.last_usage = message.usage
         self._finish()
@@ -530,6 +598,7 @@ class ChatPane(Vertical):
 
     def _finish(self) -> None:
         self._streaming = False
+        self._phase = ""
         self.cancel_pending_stop()
         self._set_status("")
         self.refresh_bindings()
@@ -551,7 +620,8 @@ class ChatPane(Vertical):
         self._stop_timer = None
         if self._streaming:
             self._cancel.set()
-            self._set_status("stopping… (the partial reply is kept)")
+            self._set_status("skipping the citation check… (the reply is kept)" if self._phase == "citation_check"
+                             else "stopping… (the partial reply is kept)")
 
     def on_unmount(self) -> None:
         self._cancel.set()
@@ -715,6 +785,7 @@ class ChatPane(Vertical):
 
     @work(thread=True, exclusive=True, group="chat-load", exit_on_error=False)
     def _load_worker(self, chat_id: int) -> None:
+        from core import usage_log
         from core.chat import Chat
         from core.providers.offline import OfflineProvider
         from core.store import Store
@@ -727,13 +798,22 @@ class ChatPane(Vertical):
                 hidden = max(0, len(messages) - MAX_SHOWN_MESSAGES)
                 items = []
                 total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+                side = usage_log.turn_usage(store, chat_id)  # {user message id: {purpose: usage}}
                 for m in messages:
-                    for key in total:
-                        total[key] += int((m["usage"] or {}).get(key, 0) or 0)
+                    add_usage(total, m["usage"])
+                for by_purpose in side.values():
+                    for usage in by_purpose.values():
+                        add_usage(total, usage)
+                turn_of = {}  # each message's turn: the user message (with text) that began it
+                turn = None
+                for m in messages:
+                    if m["role"] == "user" and any(b.get("type") == "text" for b in m["content"]):
+                        turn = m["id"]
+                    turn_of[m["id"]] = turn
                 for m in messages[hidden:]:
                     item = {"role": m["role"], "text": m["text"], "status": m["status"], "error": m["error"],
                             "usage": m["usage"], "tools": [], "sources": [], "passages": {},
-                            "check": m.get("citation_check")}
+                            "check": m.get("citation_check"), "side": side.get(turn_of[m["id"]], {})}
                     for block in m["content"]:
                         if block.get("type") == "tool_use":
                             args = json.dumps(block.get("input"), ensure_ascii=False)[:120]
@@ -773,7 +853,7 @@ class ChatPane(Vertical):
                 widgets.append(Static(Text(printable("\n".join(check_lines(item["check"])))), classes="citation-check"))
             if item["usage"] is not None:
                 status = item["status"]
-                widgets.append(Static(Text(f"{usage_line(item['usage'])} · {status}"),
+                widgets.append(Static(Text(reply_meta_line(item["usage"], status, item["side"])),
                                       classes=f"reply-meta {status}"))
                 self.last_usage = item["usage"]
             if item["sources"]:
