@@ -27,6 +27,10 @@ class Finding:
         return {"check": self.check, "count": self.count, "detail": self.detail, "repaired": self.repaired}
 
 
+# Problems `cairn doctor --repair` cannot fix; each one's detail says what to do instead.
+NOT_REPAIRABLE = frozenset({"sqlite_integrity", "link_dictionary"})
+
+
 @dataclass
 class DoctorReport:
     findings: list[Finding] = field(default_factory=list)
@@ -40,6 +44,11 @@ class DoctorReport:
     @property
     def clean(self) -> bool:
         return not any(f.count and not f.repaired for f in self.findings)
+
+    @property
+    def repairable(self) -> list[Finding]:
+        """Unrepaired problems that `--repair` can fix (not a damaged file or a missing dictionary)."""
+        return [f for f in self.findings if f.count and not f.repaired and f.check not in NOT_REPAIRABLE]
 
     def as_dict(self) -> dict:
         return {"clean": self.clean, "reindexed": self.reindexed, "findings": [f.as_dict() for f in self.findings],
@@ -64,7 +73,9 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
 
     problems = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
     ok = problems == ["ok"]
-    add(Finding("sqlite_integrity", 0 if ok else len(problems), "ok" if ok else "; ".join(problems[:5])))
+    add(Finding("sqlite_integrity", 0 if ok else len(problems), "ok" if ok else "; ".join(problems[:5]) + (
+        " — the database file is damaged, which --repair cannot fix: copy it aside, save what still reads"
+        " with `cairn export DIR`, and restore a backup")))
 
     orphan_sql = {
         "orphan_chunks": ("SELECT COUNT(*) FROM chunks WHERE node_id NOT IN (SELECT id FROM nodes)",

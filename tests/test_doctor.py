@@ -281,3 +281,25 @@ def test_without_a_reindexer_repair_does_not_claim_vectors_are_fixed(store, embe
     assert store.get_node(indexed["plain"])["chunk_status"] == "pending"
     Indexer(store, embedder).run()
     _assert_clean(store, embedder)
+
+
+def test_repair_is_offered_only_for_what_it_can_fix(store, db_path, monkeypatch, capsys):
+    from core import mentions
+    from core.errors import EmbedderError
+    from tui.cli import main
+
+    report = doctor.DoctorReport([doctor.Finding("link_dictionary", 1, "missing"), doctor.Finding("pending", 0, "")])
+    assert not report.clean and report.repairable == []
+    report.findings.append(doctor.Finding("orphan_chunks", 2, "2 chunks whose node was deleted"))
+    assert [f.check for f in report.repairable] == ["orphan_chunks"]
+
+    def missing():
+        raise EmbedderError("tokenizer.json is missing; reinstall it.")
+
+    monkeypatch.setattr(mentions, "_vocabulary_file", missing)
+    monkeypatch.setattr(mentions, "_dictionary", None)
+    monkeypatch.setattr(mentions, "_dictionary_problem", None)
+    assert main(["doctor", "--db", str(db_path)]) == 1
+    out = capsys.readouterr().out
+    assert "link_dictionary" in out and "tokenizer.json is missing" in out
+    assert "--repair" not in out  # it cannot fix a missing file: the finding says what does
