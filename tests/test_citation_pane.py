@@ -127,6 +127,8 @@ def test_cancel_after_the_phase_skips_the_judge_and_keeps_the_reply(store, searc
     assert result.lines() == [f"· {SKIPPED}"] and [i["status"] for i in result.items] == ["ok"]
     [row] = side_rows(store)  # the request went out: its row is kept, with what was counted
     assert json.loads(row["usage"]) == result.usage == reply.side_usage["citation_check"]
+    reported = normalised(anth.last.usage)  # the prompt, counted by the server before it was stopped
+    assert result.usage["input"] == reported["input"] > 0 and result.usage["cache_read"] == reported["cache_read"]
     stored = chat.messages()[-1]["citation_check"]
     assert stored["status"] == "skipped" and stored["skipped"] is True
     assert chat.messages()[-1]["status"] == "complete"

@@ -98,19 +98,19 @@ class AnthropicProvider(SDKProvider):
         finished = False
         try:
             for event in stream:
-                if cancel is not None and cancel.is_set():
-                    stream.close()
-                    yield StreamEvent("usage", usage=usage)
-                    yield StreamEvent("stop", stop_reason="cancelled")
-                    return
                 kind = event.type
-                if kind == "message_start":
+                if kind == "message_start":  # read even when stopping: the prompt was counted
                     u = event.message.usage
                     usage.cache_write = u.cache_creation_input_tokens or 0
                     usage.cache_read = u.cache_read_input_tokens or 0
                     usage.input = (u.input_tokens or 0) + usage.cache_write + usage.cache_read
                     usage.output = u.output_tokens or 0
-                elif kind == "content_block_start":
+                if cancel is not None and cancel.is_set():
+                    stream.close()
+                    yield StreamEvent("usage", usage=usage)
+                    yield StreamEvent("stop", stop_reason="cancelled")
+                    return
+                if kind == "content_block_start":
                     block = event.content_block
                     if block.type == "tool_use":
                         blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
