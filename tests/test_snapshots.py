@@ -13,6 +13,7 @@ background, nothing animates, and the text cursors do not blink.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +24,8 @@ from textual.widgets._tabs import Underline
 
 import core.context
 import core.paths
+from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401
+from fakes import text
 from tui.app import CairnApp
 from tui.widgets.context_viewer import ContextViewer
 from tui.widgets.focus_panel import FocusPanel
@@ -118,10 +121,10 @@ def keys(text: str) -> list[str]:
     return ["space" if ch == " " else ch for ch in text]
 
 
-async def open_top_node(pilot) -> None:
-    """Start, wait for the list, and open the top node with enter from the search box."""
+async def open_top_node(pilot, count: int = len(NODES)) -> None:
+    """Start, wait for the list (of `count` nodes), and open the top node with enter from the search box."""
     app = pilot.app
-    await wait_until(pilot, lambda: app.query_one(NodeList).option_count == len(NODES), "the node list")
+    await wait_until(pilot, lambda: app.query_one(NodeList).option_count == count, "the node list")
     await pilot.press("enter")
     panel = app.query_one(FocusPanel)
 
@@ -212,3 +215,112 @@ async def test_footer_offers_the_node_keys_once_the_tab_has_loaded(app):
         for _ in range(5):
             await pilot.pause()
         assert {"e", "ctrl+e", "c"} <= set(footer_keys(app))
+
+
+# -- the review dialogs (tui/screens/review.py) ------------------------------------------------------
+# Two notes linked from Grinder settings, so integrating Espresso ratios (offline: search alone)
+# proposes them with a reason line that wraps at 80 columns; the explanation typed for the first
+# wraps at both sizes. Wrapped lines must stay under their own text, not start at the row's edge.
+LINK_NODES = [
+    ("Extraction yield", "Espresso ratio and grind set the extraction yield; the espresso ratios note lists the "
+     "shot times.", "2025-03-09T08:00:00.000Z"),
+    ("Shot timing", "Time each espresso shot from the first drip; aim for 28 seconds at 18 g in and 36 g out.",
+     "2025-03-08T08:00:00.000Z"),
+]
+LONG_EXPLANATION = ("Both notes describe the same shot from two sides: the ratio sets the target weight in the "
+                    "cup, and the extraction yield measures how much of the coffee actually dissolved into it.")
+
+
+@pytest.fixture
+def link_app(snapshot_db, store, indexer, app) -> QuietApp:
+    grinder = store.db.execute("SELECT id FROM nodes WHERE title = 'Grinder settings'").fetchone()[0]
+    for title, source, updated_at in LINK_NODES:
+        node = store.add_node(title, source, dimensions=["coffee"])["id"]
+        store.add_edge(grinder, node, "The grind decides it.")
+        store.db.execute("UPDATE nodes SET created_at = ?1, updated_at = ?1 WHERE id = ?2", (updated_at, node))
+    store.db.execute("UPDATE edges SET created_at = '2025-03-14T09:35:00.000Z'")
+    indexer.run()
+    return app
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_link_review(link_app, snap_compare, size):
+    async def run_before(pilot) -> None:
+        await open_top_node(pilot, len(NODES) + len(LINK_NODES))
+        await pilot.press("i")
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "state", None) == "review", "the link proposals")
+        screen = pilot.app.screen
+        assert [p.target_title for p in screen.proposals][:2] == ["Extraction yield", "Shot timing"]
+        await pilot.press("e")
+        await pilot.press(*keys(LONG_EXPLANATION), "enter")
+        await wait_until(pilot, lambda: screen.decisions[0] == "accepted", "the edit to be kept")
+        await settle(pilot)
+
+    assert snap_compare(link_app, terminal_size=size, run_before=run_before)
+
+
+@pytest.fixture
+def distil_chat(snapshot_db, store, searcher, anth, app) -> int:
+    """A two-turn chat about the snapshot notes, then the model's scripted distil reply (an addition,
+    an update with a diff, a retirement) waiting on the fake server."""
+    ids = {r["title"]: r["id"] for r in store.db.execute("SELECT id, title FROM nodes")}
+    chat = new_chat(store, anthropic_provider(anth), searcher)
+    anth.script.add(text("Noted: bottled water at 80 ppm still keeps scale away."))
+    send(chat, "We switched to bottled water at about 80 ppm; it tastes rounder and still keeps scale away.")
+    anth.script.add(text("Understood: no grinder any more; pre-ground coffee from the roaster each week."))
+    send(chat, "We sold the burr grinder. We buy pre-ground espresso from the roaster every week now.")
+    users = [m["id"] for m in chat.messages() if m["role"] == "user" and m["text"]]
+    anth.script.add(text(json.dumps({"proposals": [
+        {"kind": "addition", "title": "Pre-ground coffee", "description": "Bought weekly from the roaster",
+         "source": "Buy pre-ground espresso from the roaster every week; it keeps about ten days.",
+         "dimensions": ["coffee"], "source_message_id": users[1]},
+        {"kind": "update", "node_id": ids["Water chemistry"], "reason": "the water changed",
+         "source": "Bottled water (about 80 ppm) tastes rounder and still keeps the machine free of scale.",
+         "source_message_id": users[0]},
+        {"kind": "retirement", "node_id": ids["Grinder settings"], "reason": "The grinder was sold.",
+         "source_message_id": users[1]},
+    ]})))
+    return chat.id
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_distil_review(app, distil_chat, anth, snap_compare, size):
+    from tui.widgets.chat_pane import ChatPane
+
+    async def run_before(pilot) -> None:
+        await open_top_node(pilot)
+        pane = pilot.app.query_one(ChatPane)
+        pane.make_provider = lambda cfg: anthropic_provider(anth)
+        pane.load_chat(distil_chat)
+        await wait_until(pilot, lambda: pane.chat_id == distil_chat, "the chat to load")
+        await pilot.press("ctrl+l", "ctrl+t")
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "state", None) == "review", "the proposals")
+        await pilot.press("a")  # the addition; the update's diff is the detail shown
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+async def test_review_footer_names_the_dialog_keys_and_the_edit_keys_while_editing(link_app):
+    """The main screen's footer (`e Edit` the node) is covered by the dialog's own, which follows its state."""
+    def shown(app) -> list[tuple[str, str]]:
+        return [(key.key, key.description) for key in app.screen.query("FooterKey")]
+
+    async with link_app.run_test(size=(80, 24)) as pilot:
+        await open_top_node(pilot, len(NODES) + len(LINK_NODES))
+        assert ("e", "Edit") in shown(link_app)  # the node's edit, before the dialog
+        await pilot.press("i")
+        await wait_until(pilot, lambda: getattr(pilot.app.screen, "state", None) == "review", "the link proposals")
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: len(shown(link_app)) == 5, "the dialog's footer")
+        assert shown(link_app) == [("a", "Accept"), ("r", "Reject"), ("e", "Edit"), ("ctrl+s", "Apply accepted"),
+                                   ("escape", "Cancel")]
+        await pilot.press("e")
+        await wait_until(pilot, lambda: len(shown(link_app)) == 2, "the editor's keys")
+        assert shown(link_app) == [("ctrl+s", "Keep the edit"), ("escape", "Drop the edit")]
+        await pilot.press(*keys("Dropped"), "escape")  # drops the edit; the dialog stays open
+        await wait_until(pilot, lambda: len(shown(link_app)) == 5, "the list's keys again")
+        assert screen.state == "review" and pilot.app.screen is screen and screen.decisions == [None, None]
+        await pilot.press("e", *keys("Kept"), "ctrl+s")  # keeps it and accepts it
+        await wait_until(pilot, lambda: screen.decisions[0] == "accepted", "the edit to be kept")
+        assert screen.proposals[0].explanation == "Kept" and pilot.app.screen is screen

@@ -23,7 +23,7 @@ from textual.widgets import Input, Static, TextArea
 
 from core.errors import CairnError
 from core.safe_text import printable
-from tui.screens.review import Found, ReviewScreen, default_provider, mark, review_bindings
+from tui.screens.review import Found, Indented, Part, ReviewScreen, default_provider, mark, review_bindings
 from tui.services import Services
 
 HEADINGS = {"addition": "Additions — new nodes", "update": "Updates — changes to existing nodes",
@@ -34,6 +34,8 @@ class DistilReviewScreen(ReviewScreen):
     BINDINGS = review_bindings("distil")
     PREFIX = "distil"
     WORKING = "distilling"
+    # The detail scrolls when it has the keyboard (tab); a, r and e still act on the highlighted row.
+    HINT = "enter applies the accepted · tab: the detail · escape writes nothing"
     EXTRA_HIDDEN = ("#distil-detail-scroll", "#distil-edit-title", "#distil-editor")
     NOTHING_FOUND = "The model proposed nothing to keep from this chat. Escape closes."
     FIND_FAILED = "Distilling failed"
@@ -45,7 +47,11 @@ class DistilReviewScreen(ReviewScreen):
 
     # -- layout ------------------------------------------------------------------------------------
     def _title(self) -> Text:
-        return Text(f"Distil chat #{self.chat_id} into notes")
+        title = Text(f"Distil chat #{self.chat_id} into notes")
+        if self.usage:
+            title.append(f"  ·  tokens in {self.usage.get('input', 0):,} out {self.usage.get('output', 0):,}",
+                         style="not bold dim")
+        return title
 
     def compose_editor(self) -> ComposeResult:
         with VerticalScroll(id="distil-detail-scroll"):
@@ -81,9 +87,9 @@ class DistilReviewScreen(ReviewScreen):
             return HEADINGS[kind]
         return None
 
-    def _label(self, index: int) -> Text:
+    def _label(self, index: int) -> Indented:
         p = self.proposals[index]
-        label = mark(self.decisions[index])
+        label = Text()
         if p.kind == "addition":
             label.append(printable(p.title), style="bold")
             if p.dimensions:
@@ -93,46 +99,56 @@ class DistilReviewScreen(ReviewScreen):
             label.append(printable(p.title), style="bold")
             if p.kind == "update":
                 label.append(f"  ({', '.join(sorted(p.changes))})", style="dim")
-        label.append(printable(f"\n    from message {p.source_message_id}: “{p.excerpt[:120]}”"), style="dim italic")
-        return label
+        # One line, cut with an ellipsis: the whole message is in the detail below the list.
+        excerpt = " ".join(p.excerpt[:120].split())
+        source = Text(printable(f"from message {p.source_message_id}: “{excerpt}”"), style="dim italic")
+        return Indented(Part(label, 2, mark(self.decisions[index])), Part(source, 4, wrap=False))
 
     def _counts(self, accepted: int, rejected: int) -> str:
-        tokens = (f" · tokens in {self.usage.get('input', 0):,} out {self.usage.get('output', 0):,}"
-                  if self.usage else "")
+        # One line at 80 columns (the token usage is in the title; the hint says only accepted ones apply).
         return (f"{len(self.proposals)} proposals · {accepted} accepted · {rejected} rejected · "
-                f"{len(self.proposals) - accepted - rejected} undecided (only accepted ones are applied)" + tokens)
+                f"{len(self.proposals) - accepted - rejected} undecided")
 
     def _show_detail(self, index: int) -> None:
         self.query_one("#distil-detail", Static).update(self._detail(index))
 
-    def _detail(self, index: int) -> Text:
+    def _detail(self, index: int) -> Indented:
+        """The highlighted proposal in full. A diff line that wraps goes on right of its +/- column."""
         p = self.proposals[index]
+        parts: list[Part] = []
         out = Text()
         if p.kind == "addition":
             out.append("New node: ", style="bold")
-            out.append(printable(p.title) + "\n")
+            out.append(printable(p.title))
             if p.description:
-                out.append(printable(p.description) + "\n", style="italic")
+                out.append("\n" + printable(p.description), style="italic")
             if p.dimensions:
-                out.append(printable("#" + " #".join(p.dimensions)) + "\n", style="dim")
-            out.append("\n" + printable(p.source or "(no text)") + "\n")
+                out.append("\n" + printable("#" + " #".join(p.dimensions)), style="dim")
+            out.append("\n\n" + printable(p.source or "(no text)").rstrip("\n"))
         elif p.kind == "update":
             if p.reason:
                 out.append("Why: ", style="bold")
-                out.append(printable(p.reason) + "\n")
+                out.append(printable(p.reason))
+                parts.append(Part(out))
+            out = Text()
             for line in p.diff.splitlines():
-                style = ("green" if line.startswith("+") and not line.startswith("+++") else
-                         "red" if line.startswith("-") and not line.startswith("---") else "dim")
-                out.append(printable(line) + "\n", style=style)
+                if line.startswith(("---", "+++")):
+                    continue  # "node N field (now)/(proposed)": the row above names the node and field
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                if line[:1] in ("+", "-", " "):
+                    parts.append(Part(Text(printable(line[1:]), style=style), 1, Text(line[:1], style=style)))
+                else:
+                    parts.append(Part(Text(printable(line), style=style)))
         else:
             out.append(f"Retire node {p.node_id}: ", style="bold")
             out.append(printable(p.title) + "\n")
             out.append("Superseded: ", style="bold")
             out.append(printable(p.reason) + "\n")
-            out.append("The node is kept with its text and links, marked with the dimension 'retired'.\n", style="dim")
-        out.append(f"\nFrom message {p.source_message_id}: ", style="dim")
+            out.append("The node is kept with its text and links, marked with the dimension 'retired'.", style="dim")
+        out.append(("\n" if out else "") + f"\nFrom message {p.source_message_id}: ", style="dim")
         out.append(printable(f"“{p.excerpt}”"), style="dim italic")
-        return out
+        parts.append(Part(out))
+        return Indented(*parts)
 
     # -- editing -----------------------------------------------------------------------------------
     def _open_editor(self, index: int) -> tuple[str, str] | None:
@@ -150,7 +166,7 @@ class DistilReviewScreen(ReviewScreen):
         self.query_one("#distil-detail-scroll").display = False
         (title if p.kind == "addition" else editor).focus()
         what = "the new note's title and text" if p.kind == "addition" else f"the node's new {p.edit_field}"
-        return (f"Editing {what} · ctrl+s keeps the edit (and accepts it) · escape drops it", self.EDIT_HINT)
+        return f"Editing {what}", self.EDIT_HINT
 
     def _close_editor(self) -> None:
         self.query_one("#distil-edit-title").display = False

@@ -28,7 +28,7 @@ from textual.widgets import Input
 
 from core.errors import CairnError
 from core.safe_text import printable
-from tui.screens.review import Found, ReviewScreen, default_provider, mark, review_bindings
+from tui.screens.review import Found, Indented, Part, ReviewScreen, default_provider, mark, review_bindings
 from tui.services import Services
 
 NO_EXPLANATION = "An edge needs an explanation: press e to write one (edges say why two things connect)."
@@ -39,8 +39,8 @@ class LinkReviewScreen(ReviewScreen):
     BINDINGS = review_bindings("links")
     PREFIX = "links"
     WORKING = "finding"
-    HINT = "a accept · r reject · e edit explanation · enter/ctrl+s apply accepted · escape cancel (writes nothing)"
-    EDIT_HINT = "enter/ctrl+s keep the edit · escape drop it"
+    HINT = "enter or ctrl+s writes the accepted links · escape writes nothing"
+    EDIT_HINT = "enter or ctrl+s keeps the edit (and accepts it) · escape drops it"
     EXTRA_HIDDEN = ("#links-edit",)
     FIND_FAILED = "Finding links failed"
     APPLY_FAILED = "Writing the links failed"
@@ -107,22 +107,21 @@ class LinkReviewScreen(ReviewScreen):
         return Found(list(proposals), warnings)
 
     # -- the list ----------------------------------------------------------------------------------
-    def _label(self, index: int) -> Text:
+    def _label(self, index: int) -> Indented:
         p = self.proposals[index]
-        label = mark(self.decisions[index])
-        label.append(printable(p.target_title), style="bold")
-        label.append(f"  #{p.target_id}  ", style="dim")
-        label.append(f"{p.confidence:.2f}", style="bold")
-        label.append(printable("\n    " + " · ".join(p.reasons)), style="dim")
-        if p.explanation:
-            label.append(printable(f"\n    “{p.explanation}”"), style="italic")
-        else:
-            label.append("\n    (no explanation yet: e writes one)", style="dim italic")
-        return label
+        title = Text(printable(p.target_title), style="bold")
+        title.append(f"  #{p.target_id}  ", style="dim")
+        title.append(f"{p.confidence:.2f}", style="bold")
+        explanation = (Text(printable(f"“{p.explanation}”"), style="italic") if p.explanation
+                       else Text("(no explanation yet: e writes one)", style="dim italic"))
+        return Indented(Part(title, 2, mark(self.decisions[index])),
+                        Part(Text(printable(" · ".join(p.reasons)), style="dim"), 4),
+                        Part(explanation, 4))
 
     def _counts(self, accepted: int, rejected: int) -> str:
+        # One line at 80 columns; the hint says that only accepted links are written.
         return (f"{len(self.proposals)} proposed · {accepted} accepted · {rejected} rejected · "
-                f"{len(self.proposals) - accepted - rejected} undecided (only accepted ones are written)")
+                f"{len(self.proposals) - accepted - rejected} undecided")
 
     def _refuse_accept(self, index: int) -> bool:
         if self.proposals[index].explanation.strip():
@@ -136,8 +135,7 @@ class LinkReviewScreen(ReviewScreen):
         field.value = self.proposals[index].explanation
         field.display = True
         field.focus()
-        return (printable(f"Explain the link to “{self.proposals[index].target_title}” · enter keeps the edit "
-                          "(and accepts it) · escape drops it"), self.EDIT_HINT)
+        return printable(f"Explain the link to “{self.proposals[index].target_title}”"), self.EDIT_HINT
 
     def _close_editor(self) -> None:
         self.query_one("#links-edit").display = False

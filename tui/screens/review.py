@@ -8,7 +8,13 @@ A subclass says only what differs: how proposals are found (`find`, in a worker 
 reads (`_label`), how one is edited (`_open_editor`, `_close_editor`, `_edited`), how the accepted ones
 are written (`write`, in a worker thread) and announced (`_announce`). Widget ids are `<PREFIX>-status`,
 `<PREFIX>-warnings`, `<PREFIX>-warnings-text`, `<PREFIX>-proposals`, `<PREFIX>-hint`; binding ids are
-`<PREFIX>_accept` … `<PREFIX>_cancel`. Note text is shown as plain text, never as markup.
+`<PREFIX>_accept` … `<PREFIX>_cancel`, `<PREFIX>_keep_edit`, `<PREFIX>_drop_edit`. Note text is shown as
+plain text, never as markup.
+
+The dialog has a Footer of its own: under a modal the main screen's footer would go on offering the
+main screen's keys (`e Edit` meant the node, not the proposal), so the dialog's footer covers it and
+shows only the keys that act in the dialog's current state (while editing: keep / drop the edit).
+A proposal's row is an `Indented` visual: its wrapped lines stay under their own text at any width.
 """
 
 from __future__ import annotations
@@ -23,9 +29,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.css.styles import RulesMap
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from core.errors import CairnError
@@ -41,13 +52,69 @@ def mark(decision: str | None) -> Text:
     return Text(text, style=style)
 
 
+@dataclass(frozen=True)
+class Part:
+    """One piece of an `Indented` row: `text` starts `indent` columns in, and so does every line it
+    wraps onto; `lead` (a mark) fills the indent of its first line. `wrap=False` keeps it to one line,
+    cut with an ellipsis."""
+
+    text: Text
+    indent: int = 0
+    lead: Text | None = None
+    wrap: bool = True
+
+
+class Indented(Visual):
+    """Rows of text with hanging indents (a Rich Text wraps its continuation lines to column 0, which
+    at 80 columns put a proposal's reasons under its title's mark). `str()` gives the plain text."""
+
+    def __init__(self, *parts: Part):
+        self.parts = parts
+        # An empty part still takes its line (a blank Content would measure and draw differently).
+        self._content = [(Content.from_rich_text(p.text) or Content(" "),
+                          Content.from_rich_text(p.lead) if p.lead is not None else None) for p in parts]
+
+    def __str__(self) -> str:
+        return "\n".join((p.lead.plain if p.lead is not None else "").ljust(p.indent) + p.text.plain
+                         for p in self.parts)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return max((p.indent + c.get_optimal_width(rules, container_width - p.indent)
+                    for p, (c, _) in zip(self.parts, self._content)), default=0)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        return sum(c.get_height(rules, max(1, width - p.indent)) if p.wrap else 1
+                   for p, (c, _) in zip(self.parts, self._content))
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        strips: list[Strip] = []
+        blank_style = style.rich_style
+        for part, (content, lead) in zip(self.parts, self._content):
+            room = max(1, width - part.indent)
+            if not part.wrap:
+                content = content.split("\n")[0].truncate(room, ellipsis=True)
+            lines = content.render_strips(room, None, style, options)
+            for n, line in enumerate(lines if part.wrap else lines[:1]):
+                gutter = Strip.blank(part.indent, blank_style)
+                if n == 0 and lead is not None and part.indent:
+                    drawn = lead.truncate(part.indent).render_strips(part.indent, 1, style, options)
+                    if drawn:
+                        gutter = drawn[0].extend_cell_length(part.indent, blank_style)
+                strips.append(Strip.join([gutter, line]) if part.indent else line)
+        return strips if height is None else strips[:height]
+
+
 def review_bindings(prefix: str) -> list[Binding]:
-    """The dialog's keys, with binding ids of its own (`<prefix>_accept` …) for keymaps."""
+    """The dialog's keys, with binding ids of its own (`<prefix>_accept` …) for keymaps. ctrl+s and
+    escape each have two bindings, one for the list and one for the editor, so the footer names what
+    the key does now; `check_action` enables one of each pair."""
     return [
         Binding("a", "accept", "Accept", id=f"{prefix}_accept"),
         Binding("r", "reject", "Reject", id=f"{prefix}_reject"),
         Binding("e", "edit", "Edit", id=f"{prefix}_edit"),
+        Binding("ctrl+s", "keep_edit", "Keep the edit", id=f"{prefix}_keep_edit", priority=True),
         Binding("ctrl+s", "save_or_apply", "Apply accepted", id=f"{prefix}_apply", priority=True),
+        Binding("escape", "drop_edit", "Drop the edit", id=f"{prefix}_drop_edit"),
         Binding("escape", "close", "Cancel", id=f"{prefix}_cancel"),
     ]
 
@@ -82,8 +149,9 @@ class ReviewScreen(ModalScreen):
 
     PREFIX = "review"
     WORKING = "finding"  # the state (and the word) while `find` runs
-    HINT = "a accept · r reject · e edit · enter/ctrl+s apply accepted · escape cancel (writes nothing)"
-    EDIT_HINT = "ctrl+s keep the edit · escape drop it"
+    # One line at 80 columns: the keys themselves are in the dialog's footer.
+    HINT = "enter or ctrl+s applies the accepted proposals · escape writes nothing"
+    EDIT_HINT = "ctrl+s keeps the edit (and accepts it) · escape drops it"
     EXTRA_HIDDEN: tuple[str, ...] = ()  # the subclass's own widgets hidden until they are needed
     NOTHING_FOUND = "Nothing was found. Escape closes."
     FIND_FAILED = "Finding failed"
@@ -174,6 +242,7 @@ class ReviewScreen(ModalScreen):
             yield OptionList(id=f"{self.PREFIX}-proposals")
             yield from self.compose_editor()
             yield Static(id=f"{self.PREFIX}-hint", classes="help-note")
+        yield Footer()
 
     def on_mount(self) -> None:
         for selector in (self._sel("warnings"), self._sel("proposals"), *self.EXTRA_HIDDEN):
@@ -214,10 +283,11 @@ class ReviewScreen(ModalScreen):
         self.warnings = list(found.warnings)
         self.usage = dict(found.usage)
         self.state = "review"
+        self.query_one(".dialog-title", Static).update(self._title())  # it may name the usage now
         if self.warnings:
             # In the dialog (they explain what is missing from the list), not a pile of toasts.
             self.query_one(self._sel("warnings-text"), Static).update(
-                Text(printable("\n".join(f"⚠ {w}" for w in self.warnings))))
+                Indented(*(Part(Text(printable(w)), 2, Text("⚠")) for w in self.warnings)))
             self.query_one(self._sel("warnings")).display = True
         if not self.proposals:
             self._status(self._nothing_found())
@@ -300,8 +370,15 @@ class ReviewScreen(ModalScreen):
 
     # -- actions -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # False hides the key from the dialog's footer (and lets a key's other binding act).
         if action in ("accept", "reject", "edit"):
             return self.state == "review" and bool(self.proposals)
+        if action == "save_or_apply":
+            return self.state == "review" and bool(self.proposals)
+        if action in ("keep_edit", "drop_edit"):
+            return self.state == "editing"
+        if action == "close":  # while applying, one transaction runs: it lands whole or not at all
+            return self.state not in ("editing", "applying")
         return True
 
     def action_accept(self) -> None:
@@ -350,10 +427,16 @@ class ReviewScreen(ModalScreen):
         self._show_detail(index)
 
     def action_save_or_apply(self) -> None:
+        if self.state == "review":
+            self.apply_accepted()
+
+    def action_keep_edit(self) -> None:
         if self.state == "editing":
             self._keep_edit()
-        elif self.state == "review":
-            self.apply_accepted()
+
+    def action_drop_edit(self) -> None:
+        if self.state == "editing":
+            self._end_edit()
 
     @on(OptionList.OptionSelected)
     def _selected(self, event: OptionList.OptionSelected) -> None:
