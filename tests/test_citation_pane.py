@@ -50,9 +50,9 @@ def judged_app(db_path) -> RecordingApp:
 
 
 async def start(pilot, app) -> None:
-    """Choose the Anthropic provider and the model check once the app has started (the Settings
-    viewer's provider selector announces its first value as it mounts, which would undo an earlier
-    choice)."""
+    """Choose the Anthropic provider and the model check once the app has settled: set right after the
+    first pause, the choice was once found undone (the reply came from the offline provider), most
+    likely by the Settings viewer's provider selector announcing its first value as it mounts."""
     await settle(app, pilot)
     await pilot.pause(0.1)
     app.services.config.chat.provider = "anthropic"
