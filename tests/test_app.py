@@ -30,6 +30,33 @@ async def test_narrow_terminal_shows_one_pane_and_f3_cycles(store, db_path):
         assert shown() == ["right"]
 
 
+async def test_resizing_the_terminal_switches_between_one_pane_and_three_even_under_a_dialog(store, db_path):
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        main = app.screen
+        shown = lambda: [p for p in ("nodes", "focus", "right") if main.query_one(f"#{p}").styles.display != "none"]
+        assert shown() == ["nodes"]
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert shown() == ["nodes", "focus", "right"]
+        await pilot.press("ctrl+n")  # a dialog on top while the terminal shrinks
+        await pilot.pause()
+        assert app.screen is not main
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main and shown() == ["nodes"]
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is main and shown() == ["nodes", "focus", "right"]
+
+
 async def test_notifications_show_top_right_clear_of_the_chat_input(store, db_path):
     from textual.widgets._toast import Toast
 

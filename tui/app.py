@@ -173,7 +173,8 @@ class CairnApp(App):
         self._apply_width(event.size.width)
 
     def _apply_width(self, width: int) -> None:
-        self.screen.set_class(width < NARROW_WIDTH, "narrow")
+        # The main screen, also when a dialog is on top (the terminal may be resized under it).
+        self.screen_stack[0].set_class(width < NARROW_WIDTH, "narrow")
 
     def action_cycle_pane(self) -> None:
         panes = [self.query_one(f"#{p}") for p in PANES]
