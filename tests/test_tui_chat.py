@@ -400,6 +400,29 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         assert isinstance(app.focused, ChatInput)  # and came back to the chat input
 
 
+async def test_a_settings_control_echoing_its_first_value_does_not_undo_a_newer_setting(notes, db_path):
+    """A Select re-announces its composed value when it mounts; if the shared config changed in between
+    (the palette, another pane), that echo must not set it back. A real choice still applies."""
+    from textual.widgets import Select
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        await wait_for(pilot, lambda: viewer.blocks, what="the viewer")
+        provider = viewer.query_one("#viewer-provider", Select)
+        assert provider.value == "offline"
+        app.services.config.chat.provider = "anthropic"  # changed elsewhere, the control not yet synced
+        provider.post_message(Select.Changed(provider, "offline"))  # the mount-time echo
+        await pilot.pause()
+        await pilot.pause()
+        assert app.services.config.chat.provider == "anthropic"
+        provider.value = "openai"  # the user's choice
+        await pilot.pause()
+        assert app.services.config.chat.provider == "openai"
+
+
 async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
     from textual.widgets import Select, Switch
 

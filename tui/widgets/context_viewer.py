@@ -135,6 +135,10 @@ class ContextViewer(VerticalScroll):
         self._focus_seq = 0
         self._expanded: set[str] = set()
         self._updating = False
+        # What each settings control was last set to from the config: a Changed carrying that value is
+        # the control's echo (a Select re-announces its first value when it mounts), not a choice; obeyed,
+        # it would undo a change made to the shared config meanwhile.
+        self._shown: dict[str, object] = {}
         self._focus_engine = None
         self._focus_engine_key = None
         self._chat_pane = None  # the ChatPane beside this viewer (see _last_usage)
@@ -142,6 +146,8 @@ class ContextViewer(VerticalScroll):
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         cfg = self.services.config
+        self._shown = {"viewer-background": cfg.chat.background_context, "viewer-provider": cfg.chat.provider,
+                       "viewer-model": cfg.model(), "viewer-agent": cfg.chat.agent}
         with Vertical(id="viewer-settings"):
             yield Static(Text("Settings"), classes="viewer-heading")
             with Horizontal(classes="viewer-row"):
@@ -204,6 +210,8 @@ class ContextViewer(VerticalScroll):
     def _sync_settings(self) -> None:
         """Show the settings as they are now (the config object is shared and may have changed)."""
         cfg = self.services.config
+        self._shown = {"viewer-background": cfg.chat.background_context, "viewer-provider": cfg.chat.provider,
+                       "viewer-model": cfg.model(), "viewer-agent": cfg.chat.agent}
         self.query_one("#viewer-background", Switch).value = cfg.chat.background_context
         self.query_one("#viewer-provider", Select).value = cfg.chat.provider
         model = self.query_one("#viewer-model", Select)
@@ -211,6 +219,14 @@ class ContextViewer(VerticalScroll):
         model.value = cfg.model()
         self.query_one("#viewer-agent", Select).value = cfg.chat.agent
         self._show_key_status()
+
+    def _echo(self, event: Select.Changed | Switch.Changed) -> bool:
+        """True when the event only repeats what the control was last set to (see `_shown`)."""
+        control = event.select if isinstance(event, Select.Changed) else event.switch
+        if self._shown.get(control.id) == event.value:
+            return True
+        self._shown[control.id] = event.value
+        return False
 
     # -- contract ----------------------------------------------------------------------------------
     def set_focus(self, focus) -> None:
@@ -468,7 +484,7 @@ class ContextViewer(VerticalScroll):
     @on(Switch.Changed, "#viewer-background")
     def _background_changed(self, event: Switch.Changed) -> None:
         event.stop()
-        if bool(event.value) == self.services.config.chat.background_context:
+        if self._echo(event) or bool(event.value) == self.services.config.chat.background_context:
             return
         self.services.config.chat.background_context = bool(event.value)
         self._settings_changed()
@@ -477,7 +493,7 @@ class ContextViewer(VerticalScroll):
     def _provider_changed(self, event: Select.Changed) -> None:
         event.stop()
         cfg = self.services.config
-        if self._updating or event.value == Select.BLANK or event.value == cfg.chat.provider:
+        if self._updating or event.value == Select.BLANK or self._echo(event) or event.value == cfg.chat.provider:
             return
         cfg.chat.provider = str(event.value)
         cfg.chat.model = ""  # the provider's default model
@@ -485,7 +501,7 @@ class ContextViewer(VerticalScroll):
         self._updating = True
         try:
             model.set_options(self._model_options())
-            model.value = cfg.model()
+            model.value = self._shown["viewer-model"] = cfg.model()
         finally:
             self._updating = False
         self._settings_changed()
@@ -494,7 +510,7 @@ class ContextViewer(VerticalScroll):
     def _model_changed(self, event: Select.Changed) -> None:
         event.stop()
         cfg = self.services.config
-        if self._updating or event.value == Select.BLANK or event.value == cfg.model():
+        if self._updating or event.value == Select.BLANK or self._echo(event) or event.value == cfg.model():
             return
         cfg.chat.model = str(event.value)
         self._settings_changed()
@@ -503,7 +519,7 @@ class ContextViewer(VerticalScroll):
     def _agent_changed(self, event: Select.Changed) -> None:
         event.stop()
         cfg = self.services.config
-        if self._updating or event.value == Select.BLANK or event.value == cfg.chat.agent:
+        if self._updating or event.value == Select.BLANK or self._echo(event) or event.value == cfg.chat.agent:
             return
         cfg.chat.agent = str(event.value)
         self._settings_changed()
