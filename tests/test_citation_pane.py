@@ -219,6 +219,9 @@ async def test_escape_during_the_check_skips_it_keeps_the_reply_and_says_so(db_p
         await start(pilot, app)
         pane = await type_and_send(pilot, app, QUESTION)
         await wait_for(pilot, lambda: status(app) == "checking citations… (esc skips)", what="the checking status")
+        footer = lambda: [key.description for key in app.screen.query("FooterKey")]
+        await wait_for(pilot, lambda: "Skip check" in footer(), what="the footer's escape to say what it does now")
+        assert "Stop reply" not in footer()
         await pilot.press("escape")
         await wait_for(pilot, lambda: status(app).startswith("skipping the citation check"), what="skipping")
         await wait_for(pilot, lambda: metas(app), what="the turn to end")

@@ -265,6 +265,7 @@ class ChatPane(Vertical):
     BINDINGS = [
         Binding("ctrl+j,alt+enter", "send_message", "Send", id="send_message"),
         Binding("escape", "stop_reply", "Stop reply", id="stop_reply"),
+        Binding("escape", "skip_check", "Skip check", id="skip_citation_check"),  # the reply is complete
         Binding("ctrl+o", "chat_list", "Chats", id="chat_list"),
         Binding("f5", "new_chat", "New chat", id="new_chat"),
         Binding("ctrl+z", "undo_created", "Undo created notes", id="undo_created"),
@@ -381,7 +382,9 @@ class ChatPane(Vertical):
     # -- sending -----------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "stop_reply":
-            return self._streaming
+            return self._streaming and self._phase != "citation_check"
+        if action == "skip_check":
+            return self._streaming and self._phase == "citation_check"
         if action == "undo_created":
             return self.undo_armed
         return True
@@ -537,6 +540,7 @@ class ChatPane(Vertical):
             return
         await self._deltas(_Deltas(message.turn))  # the reply is complete: show all of it
         self._phase = message.phase
+        self.refresh_bindings()  # the footer's escape now skips the check
         if not self.stop_pending and not self._cancel.is_set():
             self._set_status("checking citations… (esc skips)")
 
@@ -610,6 +614,9 @@ class ChatPane(Vertical):
             return
         if self._stop_timer is None:
             self._stop_timer = self.set_timer(STOP_GRACE_S, self._stop_now)
+
+    def action_skip_check(self) -> None:
+        self.action_stop_reply()
 
     def cancel_pending_stop(self) -> None:
         if self._stop_timer is not None:
