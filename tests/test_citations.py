@@ -5,6 +5,7 @@ malformed JSON, a 500), `check_citations = "off"`, the chat pane's warning lines
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -435,3 +436,29 @@ def test_cairn_ask_prints_the_problems_and_json_includes_the_check(cli, anth):
     assert {i["citation"]: i["status"] for i in check_["items"]} == {f"[NODE:{a}]": "ok", "[8]": "dangling",
                                                                       "[NODE:999]": "dangling"}
     assert result["text"] == reply
+
+
+def test_cairn_ask_says_it_checks_citations_and_counts_the_judges_tokens(cli, anth):
+    from test_chat_cli import run
+    from test_side_usage import normalised
+
+    cmd, env, db, a, b = cli
+    (Path(env["CAIRN_HOME"]) / "config.toml").write_text('[chat]\ncheck_citations = "model"\n', encoding="utf-8")
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    reply = f"Otters live along rivers [NODE:{a}]."
+    anth.script.add(text(reply))
+    anth.script.add(text(json.dumps({"verdicts": [{"claim": 1, "verdict": "supported", "why": "It says so."}]})))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a)
+    assert rc == 0, err
+    assert "[checking citations… Ctrl-C skips; the reply is kept]" in err
+    judge = normalised(anth.model_requests()[-1].usage)
+    assert judge["input"] > 0
+    usage_line = out.strip().splitlines()[-1]
+    assert usage_line.endswith(f" · + citation check {judge['input']} in/{judge['output']} out")
+
+    anth.script.add(text(reply))
+    anth.script.add(text(json.dumps({"verdicts": [{"claim": 1, "verdict": "supported", "why": "It says so."}]})))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a, "--json")
+    assert rc == 0, err
+    side = json.loads(out)["side_usage"]["citation_check"]
+    assert side == normalised(anth.model_requests()[-1].usage)

@@ -828,6 +828,8 @@ def cmd_ask(args, out: Out) -> int:
                     sys.stdout.flush()
             elif item.type == "tool_call" and not out.as_json:
                 print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+            elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
+                print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)
         if failure:
             raise failure[0]
@@ -837,7 +839,7 @@ def cmd_ask(args, out: Out) -> int:
         out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
                   "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
                   "citation_check": reply.citation_check.as_dict() if reply.citation_check else None,
-                  "created_nodes": reply.created_nodes})
+                  "side_usage": reply.side_usage, "created_nodes": reply.created_nodes})
     else:
         print()
         if reply.status != "complete":
@@ -851,8 +853,10 @@ def cmd_ask(args, out: Out) -> int:
             for n, node_id in passages.items():
                 out.text(f"  [{n}] ", (f"[NODE:{node_id}] {titles.get(node_id, '(deleted)')}", "cyan"))
         u = reply.usage
-        out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}",
-                 style="dim")
+        side = "".join(f" · + {purpose.replace('_', ' ')} {s.get('input', 0)} in/{s.get('output', 0)} out"
+                       for purpose, s in reply.side_usage.items() if s)
+        out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}"
+                 f"{side}", style="dim")
     return 0 if reply.status == "complete" else 1
 
 
