@@ -57,6 +57,27 @@ async def test_resizing_the_terminal_switches_between_one_pane_and_three_even_un
         assert app.screen is main and shown() == ["nodes", "focus", "right"]
 
 
+async def test_a_large_terminal_shows_all_three_panes_filling_the_width(store, db_path):
+    """200x60 (the issue's large size): three panes side by side, none clipped, the full width used."""
+    from tui.widgets.focus_panel import FocusPanel
+
+    node = store.add_node("Wide screens", "A line of text.")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await app.right_panes()
+        app.query_one(FocusPanel).open_node(node)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.query_one(FocusPanel).active_view is not None:
+                break
+        regions = [app.query_one(f"#{p}").region for p in ("nodes", "focus", "right")]
+        assert all(r.height == 60 - 2 for r in regions)  # between the header and the footer
+        assert [r.x for r in regions] == [0, regions[0].right, regions[1].right]
+        assert regions[2].right == 200
+        assert all(r.width >= 40 for r in regions), regions
+        assert not app.screen.has_class("narrow")
+
+
 async def test_notifications_show_top_right_clear_of_the_chat_input(store, db_path):
     from textual.widgets._toast import Toast
 

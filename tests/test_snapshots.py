@@ -252,7 +252,10 @@ def test_link_review(link_app, snap_compare, size):
         screen = pilot.app.screen
         assert [p.target_title for p in screen.proposals][:2] == ["Extraction yield", "Shot timing"]
         await pilot.press("e")
-        await pilot.press(*keys(LONG_EXPLANATION), "enter")
+        edit = screen.query_one("#links-edit")
+        await wait_until(pilot, lambda: edit.has_focus, "the explanation editor")
+        edit.value = LONG_EXPLANATION  # set, not typed: 180 key presses took ~15 s for nothing shown
+        await pilot.press("enter")
         await wait_until(pilot, lambda: screen.decisions[0] == "accepted", "the edit to be kept")
         await settle(pilot)
 
