@@ -26,6 +26,10 @@ MAX_HITS = 200  # search-as-you-type shows the best 200; a browse list pages ins
 # RRF is rank-only, so without it every embedded node would "match" every query).
 MIN_COSINE = 0.30
 
+# Why a query found nothing without looking (shown in the Nodes pane's status line).
+NOTHING_TO_SEARCH = "no words to search for: type a word or a \"phrase\""
+ONLY_EXCLUSIONS = "-word only excludes: add a word to search for"
+
 _TAG = re.compile(r'(?<!\S)#(?:"([^"]*)"?|(\S*))')
 
 
@@ -187,13 +191,22 @@ def _fts_expression(text: str) -> str | None:
 
 def search(searcher, text: str, *, dimensions: Iterable[str] = (), limit: int = MAX_HITS) -> tuple[list[int], str | None]:
     """Hybrid search for search-as-you-type: node ids, best first, and a note when semantic search
-    is unavailable (then it is full-text only). Full-text and vector rankings are fused by reciprocal
+    is unavailable (then it is full-text only) or when the query has nothing to look for (only
+    punctuation, or only `-word` exclusions, which also hold for the meaning matches). Full-text and vector rankings are fused by reciprocal
     rank, as in `core.search`; vector-only hits below MIN_COSINE are dropped."""
     from core.search import BM25_WEIGHTS, FTS_CANDIDATES, VECTOR_CANDIDATES, rrf
 
     dims = list(dimensions)
     first = dims[0] if dims else None
     db = searcher.db
+    terms = fts_query.parse(text)
+    excluded = [t for t in terms if t.negative]
+    if not terms:
+        return [], NOTHING_TO_SEARCH
+    if len(excluded) == len(terms):
+        return [], ONLY_EXCLUSIONS
+    # What the embedder reads: the wanted words only (embedding "-cats" would find notes about cats).
+    meaning = " ".join(" ".join(t.words) for t in terms if not t.negative) if excluded else text
     ranks: dict[int, list[int]] = {}
     expr = _fts_expression(text)
     if expr is not None:
@@ -213,14 +226,20 @@ def search(searcher, text: str, *, dimensions: Iterable[str] = (), limit: int = 
             ranks.setdefault(node_id, []).append(rank)
     note = None
     vector = []
-    if len(text.strip()) >= MIN_SEMANTIC_CHARS:
+    if len(meaning.strip()) >= MIN_SEMANTIC_CHARS:
         try:
-            vector = searcher.vector_candidates(text, max(limit, VECTOR_CANDIDATES), first)
+            vector = searcher.vector_candidates(meaning, max(limit, VECTOR_CANDIDATES), first)
         except EmbedderError as exc:
             note = f"full-text only: {exc}"
+    vector = [c for c in vector if c.cosine is not None and c.cosine >= MIN_COSINE]
+    if excluded and vector:  # `-word` holds for meaning matches too: drop the notes that contain it
+        unwanted = " OR ".join(t.render() for t in excluded[:fts_query.MAX_TERMS])
+        hidden = {r[0] for r in db.execute(
+            "SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+            (unwanted, json.dumps([c.node_id for c in vector])))}
+        vector = [c for c in vector if c.node_id not in hidden]
     for c in vector:
-        if c.cosine is not None and c.cosine >= MIN_COSINE:
-            ranks.setdefault(c.node_id, []).append(c.vector_rank)
+        ranks.setdefault(c.node_id, []).append(c.vector_rank)
     scored = sorted(ranks.items(), key=lambda kv: (-rrf(kv[1]), kv[0]))
     ids = [node_id for node_id, _ in scored]
     for dim in dims[1:]:

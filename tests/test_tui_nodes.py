@@ -359,3 +359,44 @@ def test_semantic_results_join_from_the_third_typed_character(store, embedder):
     assert asked == [] and ids  # the title prefix still finds it
     browse.search(searcher, "aba")
     assert asked == ["aba"]
+
+
+def test_exclusions_hold_for_meaning_matches_too(store, embedder, indexer):
+    """`-word` drops notes containing the word from the semantic side as well, and the excluded word
+    is not embedded (before, `-cats` alone found the notes about cats by meaning)."""
+    from core.search import Searcher
+
+    cats = store.add_node("Cats", "Cats purr and chase mice around the house.")["id"]
+    store.add_node("Sailing knots", "The bowline and the cleat hitch.")
+    indexer.run()
+    searcher = Searcher(store, embedder)
+    ids, note = browse.search(searcher, "pets that purr")
+    assert cats in ids and note is None  # found by meaning alone ("pets" is in no note)
+    assert cats not in browse.search(searcher, "pets that purr -cats")[0]
+    assert browse.search(searcher, "-cats") == ([], browse.ONLY_EXCLUSIONS)
+    assert browse.search(searcher, "-cats -dogs") == ([], browse.ONLY_EXCLUSIONS)
+
+
+@pytest.mark.parametrize("text", ["-", "*", '"', '""', "()", "- * :", "\x01\x7f"])
+def test_a_query_with_no_words_says_so(store, embedder, text):
+    from core.search import Searcher
+
+    store.add_node("Anything", "Some text.")
+    assert browse.search(Searcher(store, embedder), text) == ([], browse.NOTHING_TO_SEARCH)
+
+
+async def test_the_status_line_says_why_a_malformed_query_finds_nothing(store, db_path):
+    store.add_node("Cats", "Cats purr.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.press("-")
+        await wait_until(pilot, lambda: settled(app, "-"))
+        assert titles(app) == [] and "no words to search for" in status(app)
+        await pilot.press(*"cats")
+        await wait_until(pilot, lambda: settled(app, "-cats"))
+        assert titles(app) == [] and "only excludes" in status(app)
+        app.query_one(SearchBox).value = "cats"
+        await wait_until(pilot, lambda: settled(app, "cats"))
+        assert titles(app) == ["Cats"] and "1 match" in status(app)

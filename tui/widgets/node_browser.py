@@ -434,6 +434,12 @@ class NodeBrowser(Vertical):
             return
         shown = self.query_one(NodeList).option_count
         parts: list = []
+        if result.searching and not shown and result.note:  # why nothing matched comes first (narrow pane)
+            line = Content.styled(printable(result.note), "$warning")
+            for dim in result.dimensions:
+                line += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
+            self._status(line)
+            return
         if result.searching:
             capped = shown >= browse.MAX_HITS
             parts.append(f"{'best ' if capped else ''}{shown:,} match" + ("" if shown == 1 else "es"))
