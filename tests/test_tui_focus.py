@@ -870,3 +870,32 @@ async def test_a_tab_switch_brings_the_tab_label_into_view_at_once(db_path, stor
         assert (underline.highlight_start, underline.highlight_end) == (start, end)
         await settle(app, pilot)
         assert (underline.highlight_start, underline.highlight_end) == (start, end)  # Textual agrees later
+
+
+async def test_escape_in_the_source_field_cancels_the_edit_and_keeps_the_keyboard_in_the_pane(
+        db_path, store, nodes, focuses):
+    alpha, _, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        app.post_message(OpenNode(alpha))
+        await settle(app, pilot)
+        await pilot.press("e")
+        await settle(app, pilot)
+        editor = app.query_one(NodeEditor)
+        source = editor.query_one("#edit-source", TextArea)
+        source.focus()
+        await settle(app, pilot)
+        await pilot.press("tab")  # tab indents here (markdown lists), as before
+        await settle(app, pilot)
+        assert source.text.startswith("    ") and app.focused is source
+        await pilot.press("escape")  # changed: asks, as in the other fields (was: keyboard jumped to the chat)
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(app, pilot)
+        assert app.focused is source and source.text.startswith("    ")
+        await pilot.press("ctrl+s")  # so ctrl+s still reaches the editor
+        await settle(app, pilot)
+        assert not app.query(NodeEditor)
+        assert store.get_node(alpha)["source"].startswith("    # Alpha")

@@ -58,6 +58,16 @@ class SourceText(TextArea):
         return super().check_action(action, parameters)
 
 
+class SourceEditor(TextArea):
+    """The editor's source field. Tab indents (markdown lists), so TextArea's "indent" mode would
+    make escape move the keyboard to the next widget on the screen, which is another pane: escape
+    here bubbles instead, to the editor's cancel (as in its other fields and as the footer says)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.prevent_default()  # skip TextArea's own handler; the key still bubbles to the bindings
+
+
 class EdgeList(OptionList):
     """A node's edges: enter opens the other end; `r` edits the highlighted edge's explanation, `x`
     deletes the edge. Both keys exist only while an edge is highlighted, so the footer offers them here."""
@@ -626,8 +636,8 @@ class NodeEditor(Vertical):
         yield Label("Source (markdown)", classes="edit-label edit-source-label")
         source = base["source"]
         small = len(source) <= LARGE_TEXT
-        yield TextArea(source, id="edit-source", language="markdown" if small else None, soft_wrap=small,
-                       tab_behavior="indent")
+        yield SourceEditor(source, id="edit-source", language="markdown" if small else None, soft_wrap=small,
+                           tab_behavior="indent")
         yield MentionHint(self.services, self.node_id)
         yield Static(classes="edit-error")
 
