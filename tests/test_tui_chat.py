@@ -305,6 +305,8 @@ async def test_missing_key_is_shown_inline_and_the_message_is_kept(db_path, stor
         assert "ANTHROPIC_API_KEY" in errors(app)[-1]
         assert not pane.streaming
         assert pane.query_one(ChatInput).text == "hello there"  # nothing was sent: the draft is back
+        await pilot.press("ctrl+l", "!")  # typing goes on at the end of the returned draft
+        assert pane.query_one(ChatInput).text == "hello there!"
     assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
 
 

@@ -591,8 +591,10 @@ class ChatPane(Vertical):
         self.query_one(ChatLog).mount(Static(Text(printable("⚠ " + message.error)), classes="chat-error"))
         editor = self.query_one(ChatInput)
         if not message.stored and not editor.text:
-            # Nothing was stored: give the message back so it can be sent once the problem is fixed.
+            # Nothing was stored: give the message back so it can be sent once the problem is fixed,
+            # with the cursor after it (where the user left it), not before its first word.
             editor.text = self._last_message
+            editor.move_cursor(editor.document.end)
         self._finish()
 
     async def _end_stream(self) -> None:
