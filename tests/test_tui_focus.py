@@ -899,3 +899,32 @@ async def test_escape_in_the_source_field_cancels_the_edit_and_keeps_the_keyboar
         await settle(app, pilot)
         assert not app.query(NodeEditor)
         assert store.get_node(alpha)["source"].startswith("    # Alpha")
+
+
+async def test_the_tab_strip_reads_a_long_note_to_its_last_line(db_path, store, nodes, focuses):
+    # over MARKDOWN_LINE_LIMIT lines: shown in its own text view below the fields and edges
+    long = store.add_node("Very long read", "\n".join(f"Line {i} of a very long note." for i in range(400)))
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        panel = await open_nodes(app, pilot, long["id"])
+        view = view_of(app, long["id"])
+        read, text = view.query_one(".node-read"), view.query_one(".node-source-text", TextArea)
+        assert app.focused is panel.strip and text.display and text.max_scroll_y > 0
+        for _ in range(4):  # past the fields, then on into the text
+            await pilot.press("pagedown")
+            await settle(app, pilot)
+        assert read.scroll_y == read.max_scroll_y and text.scroll_y > 0
+        await pilot.press("end")
+        await settle(app, pilot)
+        assert text.scroll_y == text.max_scroll_y  # the note's last line is in view
+        assert app.focused is panel.strip
+        await pilot.press("pageup")  # going up scrolls the text back first...
+        await settle(app, pilot)
+        assert 0 < text.scroll_y < text.max_scroll_y and read.scroll_y == read.max_scroll_y
+        await pilot.press("home")  # ...and home is the top of the tab
+        await settle(app, pilot)
+        assert text.scroll_y == 0 and read.scroll_y == 0
+        await pilot.press("down")
+        await settle(app, pilot)
+        assert read.scroll_y > 0 and text.scroll_y == 0  # the tab scrolls before the text

@@ -427,7 +427,7 @@ class FocusPanel(Vertical):
         """Scroll the active tab's read view (the keyboard is on the tab strip)."""
         view = self.active_view
         if view is not None and not view.editing:
-            getattr(view.query_one(".node-read"), f"action_{action}")()
+            view.scroll_reading(action)
 
     def action_prev_tab(self) -> None:
         self._step(-1)

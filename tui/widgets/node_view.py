@@ -270,6 +270,35 @@ class NodeView(Vertical):
         else:
             self.query_one(".node-read", VerticalScroll).focus()
 
+    def scroll_reading(self, action: str) -> None:
+        """Scroll the tab being read: scroll_up/down, page_up/down, scroll_home/end (the tab strip's
+        reading keys). A long source sits in its own text view below the fields and edges; the keys
+        carry on into it once the tab is scrolled to its end (and back out of it going up), so the
+        strip reads a note to its last line rather than stopping at the text view's first screen."""
+        read = self.query_one(".node-read", VerticalScroll)
+        text = self.query_one(".node-source-text", TextArea)
+        inner = text if text.display and text.max_scroll_y > 0 else None
+        if action == "scroll_home":
+            if inner is not None:
+                inner.scroll_home(animate=False)
+            read.scroll_home()
+        elif action == "scroll_end":
+            read.scroll_end()
+            if inner is not None:
+                inner.scroll_end(animate=False)
+        elif action in ("scroll_down", "page_down"):
+            target = read if inner is None or read.scroll_target_y < read.max_scroll_y else inner
+            if action == "scroll_down":
+                target.scroll_down()
+            else:
+                target.scroll_page_down()
+        elif action in ("scroll_up", "page_up"):
+            target = inner if inner is not None and inner.scroll_target_y > 0 else read
+            if action == "scroll_up":
+                target.scroll_up()
+            else:
+                target.scroll_page_up()
+
     # -- loading -------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
