@@ -443,9 +443,12 @@ async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
         await wait_for(pilot, lambda: viewer.blocks and "background" not in names(), what="blocks without hubs")
         assert app.services.config.chat.background_context is False
 
+        intro = lambda: plain(app.query_one(".chat-intro"))
+        assert "No LLM provider is configured" in intro()
         viewer.query_one("#viewer-provider", Select).value = "anthropic"
         await pilot.pause()
         assert app.services.config.chat.provider == "anthropic"
+        assert "No LLM provider" not in intro() and "ctrl+j" in intro()  # the new chat's intro is not stale
         assert viewer.query_one("#viewer-model", Select).value == "claude-sonnet-4-6"
         assert "missing (set $ANTHROPIC_API_KEY)" in plain(viewer.query_one("#viewer-key"))
         assert "Settings" in str(app.query_one("#right").border_title)

@@ -298,6 +298,7 @@ class ChatPane(Vertical):
         self._last_message = ""
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self._created: _CreatedBatch | None = None  # the latest reply's created notes (ctrl+z)
+        self._intro: Static | None = None  # the new chat's intro (it says whether the chat is offline)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -312,13 +313,17 @@ class ChatPane(Vertical):
         self._update_title()
         self._set_status("")
 
-    def _show_intro(self) -> None:
+    def _intro_text(self) -> Text:
         offline = self.services.config.chat.provider == "offline"
         lines = ["Ask about your notes. ctrl+j or alt+enter sends, enter is a newline, esc stops a reply.",
                  "ctrl+o earlier chats · f5 new chat · f2 context and settings · c copies the last reply."]
         if offline:
             lines.append("No LLM provider is configured: answers quote your most relevant notes (offline).")
-        self.query_one(ChatLog).mount(Static(Text("\n".join(lines)), classes="chat-intro"))
+        return Text("\n".join(lines))
+
+    def _show_intro(self) -> None:
+        self._intro = Static(self._intro_text(), classes="chat-intro")
+        self.query_one(ChatLog).mount(self._intro)
 
     def on_show(self) -> None:
         self._update_title()
@@ -352,6 +357,8 @@ class ChatPane(Vertical):
 
     def settings_changed(self) -> None:
         self._update_title()
+        if self._intro is not None and self._intro.is_attached:
+            self._intro.update(self._intro_text())  # a provider picked in f2 ends "no provider is configured"
 
     def copy_last_reply(self) -> None:
         if not self.last_reply_text.strip():
