@@ -400,3 +400,19 @@ async def test_the_status_line_says_why_a_malformed_query_finds_nothing(store, d
         app.query_one(SearchBox).value = "cats"
         await wait_until(pilot, lambda: settled(app, "cats"))
         assert titles(app) == ["Cats"] and "1 match" in status(app)
+
+
+async def test_a_pasted_paragraph_is_searched_whole(store, db_path):
+    """Input keeps only the first line of a paste; the search box keeps every line, joined."""
+    from textual import events
+
+    store.add_node("Herons", "Herons stand still in shallow water.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        box = app.query_one(SearchBox)
+        box.focus()
+        box.post_message(events.Paste("birds\nherons\r\n\tshallow"))
+        await wait_until(pilot, lambda: settled(app, "birds herons shallow"))
+        assert box.value == "birds herons shallow"
+

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from textual import on, work
+from textual import events, on, work
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
@@ -133,6 +133,12 @@ class SearchBox(Input):
         Binding("down", "to_list", "Results", id="nodes_to_list", show=False),
         Binding("escape", "clear_search", "Clear search", id="nodes_clear_search", show=False),
     ]
+
+    def _on_paste(self, event: events.Paste) -> None:
+        """A pasted paragraph is searched whole: Input keeps only the first line, so its lines are
+        joined first. (No super() call: Textual runs Input._on_paste itself, next in the MRO.)"""
+        if event.text:
+            event.text = " ".join(event.text.split())
 
     def action_to_list(self) -> None:
         self.parent.focus_list()  # type: ignore[union-attr]
