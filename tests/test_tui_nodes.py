@@ -416,3 +416,11 @@ async def test_a_pasted_paragraph_is_searched_whole(store, db_path):
         await wait_until(pilot, lambda: settled(app, "birds herons shallow"))
         assert box.value == "birds herons shallow"
 
+
+async def test_the_empty_database_hint_fits_the_nodes_pane_at_120_columns(db_path):
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: "No nodes yet" in status(app))
+        line = app.query_one("#node-status")
+        assert "ctrl+n" in status(app)
+        assert len(status(app)) <= line.content_region.width  # whole, not cut with an ellipsis

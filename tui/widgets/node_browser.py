@@ -450,7 +450,7 @@ class NodeBrowser(Vertical):
             capped = shown >= browse.MAX_HITS
             parts.append(f"{'best ' if capped else ''}{shown:,} match" + ("" if shown == 1 else "es"))
         elif totals.get("nodes") == 0:
-            self._status(Content("No nodes yet: ctrl+n captures one."))
+            self._status(Content("No nodes yet: ctrl+n adds one."))  # fits the pane at 120 columns
             return
         elif self._total is not None:
             parts.append(f"{shown:,} of {self._total:,}" if shown < self._total else f"{shown:,} nodes")
