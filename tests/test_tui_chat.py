@@ -438,6 +438,8 @@ async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
         await wait_for(pilot, lambda: "background" in names(), what="the hubs block")
         background = next(b for b in viewer.blocks if b[0] == "background")
         assert background[1] is True and "Sourdough starter" in background[3]  # cached, names the hubs
+        summary = plain(viewer.query_one("#viewer-summary"))
+        assert "Offline: nothing is sent" in summary and "caches prefixes" not in summary  # offline caches nothing
 
         viewer.query_one("#viewer-background", Switch).value = False
         await wait_for(pilot, lambda: viewer.blocks and "background" not in names(), what="blocks without hubs")

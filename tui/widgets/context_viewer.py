@@ -392,12 +392,16 @@ class ContextViewer(VerticalScroll):
         text.append(printable(f"{provider} · {model} · {where} · {self._node_count} nodes in the context\n"))
         text.append(f"total ~{total:,} tokens (estimate) · cached prefix ~{prefix:,} tokens\n")
         if provider == "offline":
-            text.append("Offline: nothing is sent; this is what a provider would receive.\n", style="dim")
-        long_enough = prefix >= minimum
-        text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
-                    style="" if long_enough else "bold")
-        text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
-                    style="" if long_enough else "bold")
+            # Nothing is sent, so nothing is cached: no line about a cache minimum, which would read as
+            # if the offline answers were cached.
+            text.append("Offline: nothing is sent or cached; this is what a provider would receive.",
+                        style="dim")
+        else:
+            long_enough = prefix >= minimum
+            text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
+                        style="" if long_enough else "bold")
+            text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
+                        style="" if long_enough else "bold")
         last = self._last_usage()
         if last:
             from tui.widgets.chat_pane import usage_line
