@@ -544,14 +544,15 @@ if "--fail" in args:
     sys.exit(3)
 if "--keep" not in args:
     with open(path, "ab") as fh:
-        fh.write(b"\\xff\\xfe not utf-8\\n" if "--bad" in args else b"\\nAdded by the editor\\n")
+        fh.write(b"\\xff\\xfe not utf-8\\n" if "--bad" in args else b"Added by the editor\\n")
 """
 
 
 @pytest.fixture
 def fake_editor(tmp_path, monkeypatch) -> list[list[str]]:
-    """$EDITOR is a small script that appends a line (flags: --bad bytes, --keep as is, --fail status 3);
-    the app's hand-off runs it without suspending (Pilot cannot suspend). Returns the argvs it ran."""
+    """$EDITOR is a small script that appends a line as `echo >>` would (flags: --bad bytes, --keep as is,
+    --fail status 3); the app's hand-off runs it without suspending (Pilot cannot suspend). Returns the
+    argvs it ran."""
     script = tmp_path / "fake editor.py"  # a space in the path: $EDITOR is split like a shell would
     script.write_text(f"#!{sys.executable}\n" + FAKE_EDITOR, encoding="utf-8")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -591,6 +592,8 @@ async def test_E_saves_the_text_edited_in_EDITOR(db_path, store, nodes, focuses,
         assert fake_editor[0][-1].endswith(".md")
         saved = store.get_node(beta)
         assert saved["source"] == "The second note.\nAdded by the editor"  # the editor's final newline dropped
+        # the file handed over ended with a newline (the note has none), so the line was not glued on
+        assert fake_editor[0][-1] and "The second note.Added" not in saved["source"]
         assert saved["chunk_status"] == "pending"  # queued for indexing again
         assert "Added by the editor" in view_of(app, beta).query_one(".node-source").source
         assert any("Saved the text of “Beta”" in n for n in notices(app))
@@ -662,13 +665,13 @@ async def test_E_keeps_text_that_is_not_utf8_or_that_a_failed_editor_left(db_pat
         assert store.get_node(beta)["source"] == "The second note."
         assert "not valid UTF-8" in notices(app)[-1] and "nothing was saved" in notices(app)[-1]
         kept = kept_file(app)
-        assert kept.read_bytes() == b"The second note.\xff\xfe not utf-8\n"  # nothing lost
+        assert kept.read_bytes() == b"The second note.\n\xff\xfe not utf-8\n"  # nothing lost
 
         monkeypatch.setenv("EDITOR", os.environ["EDITOR"].replace("--bad", "--fail"))
         await pilot.press("E")
         await settle(app, pilot)
         assert "exited with status 3" in notices(app)[-1]
-        assert kept_file(app).read_text(encoding="utf-8") == "The second note."
+        assert kept_file(app).read_text(encoding="utf-8") == "The second note.\n"
         assert store.get_node(beta)["source"] == "The second note."
 
 

@@ -466,7 +466,9 @@ class FocusPanel(Vertical):
             fd, name = tempfile.mkstemp(prefix=f"cairn-node-{node_id}-", suffix=".md", dir=folder)
             source = node.get("source") or ""
             with os.fdopen(fd, "wb") as fh:
-                fh.write(source.encode("utf-8"))
+                # A text file ends with a newline: without one, a line a tool appends (`echo >>`, a
+                # script as $EDITOR) was glued to the note's last line. Reading back drops it again.
+                fh.write((source if not source or source.endswith("\n") else source + "\n").encode("utf-8"))
         except Exception as exc:
             self.post_message(_EditorDone(f"Could not prepare node {node_id} for $EDITOR: {exc}", "error"))
             return
