@@ -243,3 +243,13 @@ async def test_escape_while_the_model_drafts_closes_and_writes_nothing(db_path, 
         await settle(app, pilot)
         assert not isinstance(app.screen, LinkReviewScreen)
     assert store.db.execute("SELECT COUNT(*) FROM edges").fetchone()[0] == 0
+
+
+async def test_with_nothing_to_propose_offline_integrate_says_only_that(db_path, store, graph):
+    lone = store.add_node("Qzxv", "Plorf wumbeq.")["id"]  # no word or meaning shared with the graph
+    app = CairnApp(db_path, first_run_prompt=False)  # offline
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_review(app, pilot, lone)
+        assert screen.proposals == []
+        assert "No related nodes found" in str(screen.query_one("#links-status").render())
+        assert screen.warnings == []  # not "press e to write one" with nothing to edit

@@ -95,13 +95,14 @@ class LinkReviewScreen(ReviewScreen):
                 provider = (self.make_provider or default_provider)(self.services.config)
             except CairnError as exc:
                 warnings.append(f"{exc} Showing the search proposals without drafted explanations.")
-            if provider is None or provider.name == "offline":
-                if not warnings:
-                    warnings.append("Offline: explanations are not drafted without a model; press e to "
-                                    "write one.")
+            offline = provider is None or provider.name == "offline"
+            if offline:
                 provider = None
             proposals = integrate.propose(store, Searcher(store), self.node_id, provider=provider,
                                           never_send=self.services.config.never_send, cancel=cancel)
+            if offline and not warnings and proposals:  # with nothing proposed, "press e" has nothing to edit
+                warnings.append("Offline: explanations are not drafted without a model; press e to "
+                                "write one.")
             if proposals.warning:
                 warnings.append(proposals.warning)
         return Found(list(proposals), warnings)
