@@ -379,9 +379,10 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         app.post_message(FocusChanged(Focus(open=(notes["sourdough"],), primary=notes["sourdough"])))
         await wait_for(pilot, lambda: "Sourdough starter" in focus_text(), what="the focus block")
         title = str(viewer.query_one("#block-focus").title)
-        assert "not cached" in title and "tokens (estimate)" in title
+        assert "not cached" in title and title.endswith(" tokens")
         assert " · cached · " in str(viewer.query_one("#block-system").title)
-        assert "written to the cache (read from the next turn)" in str(viewer.query_one("#block-user").title)
+        assert " · cache write · " in str(viewer.query_one("#block-user").title)
+        assert "writes it to the cache, the next turn reads it" in plain(viewer.query_one("#block-user .block-text"))
         app.post_message(FocusChanged(Focus(open=(notes["sourdough"], notes["tomatoes"]), primary=notes["tomatoes"])))
         await wait_for(pilot, lambda: "Primary (active tab): [NODE:%d" % notes["tomatoes"] in focus_text(),
                        what="the new primary")
@@ -468,6 +469,32 @@ async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
         assert (saved.chat.provider, saved.chat.agent, saved.chat.background_context) == ("anthropic", "worker", False)
         await pilot.press("f2")
         assert str(app.query_one("#right").border_title) == "Chat · worker · claude-sonnet-4-6"
+
+
+async def test_viewer_block_titles_fit_the_right_pane_at_120x40(notes, db_path, monkeypatch):
+    """At 120 columns the right pane is ~43 wide: each block's title (a one-line Collapsible title)
+    and the Stats title are shown whole, never cut mid-word."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.services.config.chat.provider = "anthropic"
+        app.query_one(ChatInput).insert("how do I keep a sourdough starter alive")
+        app.post_message(FocusChanged(Focus(open=(notes["sourdough"],), primary=notes["sourdough"])))
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        await wait_for(pilot, lambda: viewer.query("#block-retrieved") and "Sourdough" in viewer.focus_text,
+                       what="the blocks")
+        await pilot.pause()
+        assert app.query_one("#right").size.width <= 45  # the three-pane layout
+        for collapsible in viewer.query("Collapsible"):
+            title = str(collapsible.title)
+            viewer.scroll_to_widget(collapsible, animate=False)
+            await pilot.pause()
+            shown = [line for line in screen_text(app).splitlines()
+                     if f"▶ {title.split(' · ')[0]} · " in line]
+            assert shown, f"the title {title!r} is not on the screen"
+            assert re.search(re.escape(f"▶ {title}") + r"(?![\w(~,])", shown[0]), f"cut: {shown[0]!r}"
 
 
 async def test_help_lists_the_chat_bindings_with_ids(db_path):

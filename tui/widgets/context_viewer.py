@@ -66,17 +66,25 @@ def _shown(text: str) -> str:
 
 
 def _block_title(name: str, cached: bool, tokens: int) -> Content:
+    """One short line: it must fit the right pane at 120 columns (~38 characters), where a longer title
+    was cut mid-word. The summary above says the counts are estimates; the body says the rest."""
     mark = "cached" if cached else "not cached"
     if name == "user" and cached:
         # The new message ends the cached prefix: this request writes it to the cache and the
-        # next turn reads it; on this request it is not a cache hit.
-        mark = "written to the cache (read from the next turn)"
-    return Content(f"{name} · {mark} · ~{tokens:,} tokens (estimate)")
+        # next turn reads it; on this request it is not a cache hit (USER_CACHE_NOTE, in the body).
+        mark = "cache write"
+    return Content(f"{name} · {mark} · ~{tokens:,} tokens")
 
 
-def _block_body(name: str, text: str) -> Text:
+USER_CACHE_NOTE = "it ends the cached prefix: this request writes it to the cache, the next turn reads it"
+
+
+def _block_body(name: str, text: str, cached: bool = False) -> Text:
     empty = {"focus": "(no focused nodes)", "user": "(empty message)"}.get(name, "(empty)")
-    body = Text(BLOCK_HELP.get(name, name) + "\n", style="italic")
+    help_text = BLOCK_HELP.get(name, name)
+    if name == "user" and cached:
+        help_text += f"; {USER_CACHE_NOTE}"
+    body = Text(help_text + "\n", style="italic")
     body.append(_shown(text) or empty)
     return body
 
@@ -174,7 +182,7 @@ class ContextViewer(VerticalScroll):
         yield Vertical(id="viewer-blocks")
         # Collapsed by default and last: its figures (sizes, tokens) change with the database, so the
         # rest of the pane never moves when they do.
-        yield Collapsible(Static(Text("…"), id="viewer-stats"), title="Stats · counts, memory, database, tokens this week",
+        yield Collapsible(Static(Text("…"), id="viewer-stats"), title="Stats · counts, size, tokens this week",
                           collapsed=True, id="viewer-stats-section")
 
     def _model_options(self) -> list[tuple[str, str]]:
@@ -372,7 +380,7 @@ class ContextViewer(VerticalScroll):
             if message.retrieval_note and name in ("retrieved", "datetime") and not any(
                     w.id == "viewer-retrieval-note" for w in widgets):
                 widgets.append(Static(Text(printable(message.retrieval_note)), id="viewer-retrieval-note"))
-            widgets.append(Collapsible(Static(_block_body(name, text), classes="block-text"),
+            widgets.append(Collapsible(Static(_block_body(name, text, cached), classes="block-text"),
                                        title=_block_title(name, cached, tokens), collapsed=name not in self._expanded,
                                        id=f"block-{name}", classes="block " + ("cached" if cached else "volatile")))
         await container.remove_children()
