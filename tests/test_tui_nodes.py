@@ -424,3 +424,19 @@ async def test_the_empty_database_hint_fits_the_nodes_pane_at_120_columns(db_pat
         line = app.query_one("#node-status")
         assert "ctrl+n" in status(app)
         assert len(status(app)) <= line.content_region.width  # whole, not cut with an ellipsis
+
+
+async def test_quick_capture_tab_moves_on_before_the_next_key_arrives(store, db_path):
+    """Keys that arrive together ("T", tab, "B" in one read, as from a fast typist on a busy machine
+    or over SSH) land in the right fields: tab changes field before the next key is delivered."""
+    from textual import events
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuickCapture))
+        modal = app.screen
+        for key, char in [("T", "T"), ("tab", "\t"), ("B", "B"), ("tab", "\t"), ("d", "d")]:
+            app.post_message(events.Key(key, char))
+        await wait_until(pilot, lambda: modal.values()["dimensions"] == ["d"])
+        assert modal.values()["title"] == "T" and modal.values()["source"] == "B"

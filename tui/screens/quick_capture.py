@@ -27,6 +27,11 @@ class QuickCapture(ModalScreen[int | None]):
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="capture_save", priority=True),
         Binding("escape", "close", "Close", id="capture_close"),
+        # Priority: the field changes before the next key is delivered. As a plain (bubbling) binding,
+        # keys that arrive together ("T", tab, "B") all went to the field the tab left.
+        Binding("tab", "app.focus_next", "Next field", id="capture_next_field", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", id="capture_previous_field", show=False,
+                priority=True),
     ]
 
     class Saved(Message):
