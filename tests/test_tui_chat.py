@@ -487,6 +487,8 @@ async def test_viewer_block_titles_fit_the_right_pane_at_120x40(notes, db_path, 
                        what="the blocks")
         await pilot.pause()
         assert app.query_one("#right").size.width <= 45  # the three-pane layout
+        model_rows = [line for line in screen_text(app).splitlines() if "Model" in line]
+        assert model_rows and "claude-sonnet-4-6" in model_rows[0]  # the model's name on one line, not wrapped
         for collapsible in viewer.query("Collapsible"):
             title = str(collapsible.title)
             viewer.scroll_to_widget(collapsible, animate=False)
