@@ -471,6 +471,22 @@ async def test_viewer_settings_apply_to_the_next_chat(notes, db_path, store):
         assert str(app.query_one("#right").border_title) == "Chat · worker · claude-sonnet-4-6"
 
 
+async def test_the_chat_total_is_shown_whole_at_120x40(notes, db_path):
+    """The status line under the log wraps in the narrow right pane instead of cutting the total."""
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        pane = await type_and_send(pilot, app, "tomato")
+        await wait_for(pilot, lambda: app.query(SourceList) and not pane.streaming, what="the offline answer")
+        await pilot.pause()
+        status = plain(pane.query_one("#chat-status"))
+        assert status.startswith(f"chat #{pane.chat_id} · total in 0") and status.endswith("· out 0")
+        lines = screen_text(app).splitlines()
+        at = next(i for i, line in enumerate(lines) if f"chat #{pane.chat_id} · total" in line)
+        shown = re.sub(r"[│ ]+", " ", " ".join(lines[at:at + 2]))  # the status, wrapped, and the next row
+        assert f"chat #{pane.chat_id} · total in 0 (cache read 0, write 0) · out 0" in shown
+
+
 async def test_viewer_block_titles_fit_the_right_pane_at_120x40(notes, db_path, monkeypatch):
     """At 120 columns the right pane is ~43 wide: each block's title (a one-line Collapsible title)
     and the Stats title are shown whole, never cut mid-word."""
