@@ -96,6 +96,10 @@ class Chat:
             self.agent = agents.get(row["agent"])
             self.engine = self._engine(never)
             self.metadata = json.loads(row["metadata"])
+            # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
+            # ask --chat`) keeps it instead of being retitled with its latest message.
+            if row["title"]:
+                self.metadata.setdefault("title", row["title"])
             if "snapshot" in self.metadata:
                 self.snapshot = Snapshot(**self.metadata["snapshot"])
             else:  # a chat row left without its snapshot (a kill mid-creation, before that was atomic)

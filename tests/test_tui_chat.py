@@ -358,6 +358,24 @@ async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder
     assert count == 4
 
 
+async def test_a_chat_keeps_its_first_message_as_its_title(notes, db_path, store):
+    """Each message in the pane opens the chat anew (a worker's Chat): the second must not retitle it,
+    in the pane or in the list of earlier chats."""
+    from tui.screens.chat_list import ChatListScreen
+
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        pane = await type_and_send(pilot, app, "tomato plants in the sun")
+        await wait_for(pilot, lambda: len(metas(app)) == 1 and not pane.streaming, what="the first reply")
+        await type_and_send(pilot, app, "and sourdough?")
+        await wait_for(pilot, lambda: len(metas(app)) == 2 and not pane.streaming, what="the second reply")
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen) and app.screen.shown, what="the chats")
+        assert [c["title"] for c in app.screen.shown] == ["tomato plants in the sun"]
+    assert store.db.execute("SELECT title FROM chats").fetchone()[0] == "tomato plants in the sun"
+
+
 # -- viewer and help ---------------------------------------------------------------------------------------
 async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_path, monkeypatch):
     secret = "sk-test-secret"
