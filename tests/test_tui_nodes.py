@@ -440,3 +440,25 @@ async def test_quick_capture_tab_moves_on_before_the_next_key_arrives(store, db_
             app.post_message(events.Key(key, char))
         await wait_until(pilot, lambda: modal.values()["dimensions"] == ["d"])
         assert modal.values()["title"] == "T" and modal.values()["source"] == "B"
+
+
+async def test_slash_in_the_search_box_keeps_the_query(store, db_path):
+    """The documented search key pressed where the keyboard already is: the query stays (it used to
+    be replaced by "/", since taking the keyboard selects the whole query); a slash inside is typed."""
+    store.add_node("Privacy", "never_send keeps dimensions local.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        box = app.query_one(SearchBox)
+        box.value = "privacy"
+        app.query_one(NodeList).focus()
+        await pilot.pause()
+        app.query_one(NodeBrowser).focus_search()  # as f3 or / do: the whole query is selected
+        await pilot.pause()
+        await pilot.press("/")
+        assert box.value == "privacy"
+        await pilot.press(*"/x")  # not leading: typed
+        assert box.value == "privacy/x"
+        box.value = ""
+        await pilot.press("/")
+        assert box.value == ""

@@ -134,6 +134,16 @@ class SearchBox(Input):
         Binding("escape", "clear_search", "Clear search", id="nodes_clear_search", show=False),
     ]
 
+    def _on_key(self, event: events.Key) -> None:
+        """`/` is "search nodes" everywhere: here, typed with nothing before it (an empty box, or the
+        whole query selected as it is when the pane takes the keyboard), it keeps the query instead
+        of replacing it with "/". A leading slash means nothing to the search; later ones are typed.
+        (Textual runs Input._on_key next unless the default is prevented.)"""
+        if event.character == "/" and (not self.value or sorted(self.selection) == [0, len(self.value)]):
+            event.stop()
+            event.prevent_default()
+            self.cursor_position = len(self.value)
+
     def _on_paste(self, event: events.Paste) -> None:
         """A pasted paragraph is searched whole: Input keeps only the first line, so its lines are
         joined first. (No super() call: Textual runs Input._on_paste itself, next in the MRO.)"""
