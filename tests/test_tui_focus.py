@@ -931,3 +931,33 @@ async def test_the_tab_strip_reads_a_long_note_to_its_last_line(db_path, store, 
         await pilot.press("down")
         await settle(app, pilot)
         assert read.scroll_y > 0 and text.scroll_y == 0  # the tab scrolls before the text
+
+
+async def test_the_error_line_drops_each_problem_as_its_field_is_corrected(db_path, store, nodes, focuses):
+    alpha, _, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        app.post_message(OpenNode(alpha))
+        await settle(app, pilot)
+        await pilot.press("e")
+        await settle(app, pilot)
+        editor = app.query_one(NodeEditor)
+        title, date = editor.query_one("#edit-title", Input), editor.query_one("#edit-event-date", Input)
+        title.value, date.value = "", "2024-13-45"
+        await settle(app, pilot)
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        error = editor.query_one(".edit-error", Static)
+        assert "title must not be empty" in text_of(error) and "not a date" in text_of(error)
+        assert app.focused is title
+        await pilot.press(*"Alpha")  # the title is fixed: only the date is still blamed
+        await settle(app, pilot)
+        assert error.display and "title" not in text_of(error) and "not a date" in text_of(error)
+        assert not title.has_class("-invalid") and date.has_class("-invalid")
+        date.value = "2024-12-01"
+        await settle(app, pilot)
+        assert not error.display and not date.has_class("-invalid")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        assert store.get_node(alpha)["event_date"] == "2024-12-01"

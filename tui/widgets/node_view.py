@@ -644,6 +644,7 @@ class NodeEditor(Vertical):
         self.node_id = node["id"]
         self.services = services
         self.saving = False
+        self._problems: dict[str, str] = {}  # field id -> what the last ctrl+s found wrong with it
 
     def compose(self) -> ComposeResult:
         base = self.base
@@ -680,6 +681,20 @@ class NodeEditor(Vertical):
         now = self.values()
         self.query_one(MentionHint).draft_changed([now["title"], now["description"], now["source"]])
 
+    @on(Input.Changed, ".edit-fields Input")
+    def _field_changed(self, event: Input.Changed) -> None:
+        """A field named in the error line is being corrected: unmark it and drop its sentence, so
+        the line never blames a field already fixed (it goes once none is left)."""
+        field_id = event.input.id or ""
+        if field_id not in self._problems:
+            return
+        del self._problems[field_id]
+        event.input.remove_class("-invalid")
+        if self._problems:
+            self.show_error(" ".join(self._problems.values()))
+        else:
+            self.query_one(".edit-error", Static).display = False
+
     def focus_first(self) -> None:
         self.query_one("#edit-title", Input).focus()
 
@@ -689,6 +704,7 @@ class NodeEditor(Vertical):
         error.display = True
 
     def clear_error(self) -> None:
+        self._problems = {}
         self.query_one(".edit-error", Static).display = False
         for field in self.query(Input):
             field.remove_class("-invalid")
@@ -735,8 +751,9 @@ class NodeEditor(Vertical):
             problems.append(("#edit-dimensions", str(exc)))
             dimensions = []
         if problems:
-            for selector, _ in problems:
+            for selector, message in problems:
                 self.query_one(selector, Input).add_class("-invalid")
+                self._problems[selector.removeprefix("#")] = message
             self.show_error(" ".join(message for _, message in problems))
             self.query_one(problems[0][0], Input).focus()
             return None
