@@ -462,3 +462,22 @@ async def test_slash_in_the_search_box_keeps_the_query(store, db_path):
         box.value = ""
         await pilot.press("/")
         assert box.value == ""
+
+
+async def test_keys_arriving_together_move_from_the_search_box_through_the_list(store, db_path, opened):
+    """"down", "down", "enter" in one read (key repeat, a fast typist over SSH): the second down
+    moves in the list and enter opens that row."""
+    from textual import events
+
+    store.add_node("Older", "first")
+    newer = store.add_node("Newer", "second")["id"]
+    store.add_node("Newest", "third")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: titles(app) == ["Newest", "Newer", "Older"])
+        app.query_one(NodeBrowser).focus_search()
+        await pilot.pause()
+        for key in ("down", "down", "enter"):
+            app.post_message(events.Key(key, None))
+        await wait_until(pilot, lambda: opened != [])
+        assert opened == [newer]

@@ -130,7 +130,9 @@ def row_prompt(row: dict) -> Content:
 
 class SearchBox(Input):
     BINDINGS = [
-        Binding("down", "to_list", "Results", id="nodes_to_list", show=False),
+        # Priority: the list takes the keyboard before the next key is delivered, so "down down"
+        # arriving together moves two rows (as a bubbling binding the second one was lost).
+        Binding("down", "to_list", "Results", id="nodes_to_list", show=False, priority=True),
         Binding("escape", "clear_search", "Clear search", id="nodes_clear_search", show=False),
     ]
 
@@ -236,7 +238,7 @@ class NodeBrowser(Vertical):
         node_list = self.query_one(NodeList)
         if node_list.option_count and node_list.highlighted is None:
             node_list.highlighted = 0
-        node_list.focus()
+        self.screen.set_focus(node_list)  # now, not deferred as focus() is: the next key goes to the list
 
     def reload(self) -> None:
         self._dimension_names = None
