@@ -26,9 +26,9 @@ MAX_HITS = 200  # search-as-you-type shows the best 200; a browse list pages ins
 # RRF is rank-only, so without it every embedded node would "match" every query).
 MIN_COSINE = 0.30
 
-# Why a query found nothing without looking (shown in the Nodes pane's status line).
-NOTHING_TO_SEARCH = "no words to search for: type a word or a \"phrase\""
-ONLY_EXCLUSIONS = "-word only excludes: add a word to search for"
+# Why a query found nothing without looking (the Nodes pane's status line: 32 columns at 120).
+NOTHING_TO_SEARCH = "nothing to search: type a word"
+ONLY_EXCLUSIONS = "-word only excludes: add a word"
 
 _TAG = re.compile(r'(?<!\S)#(?:"([^"]*)"?|(\S*))')
 
