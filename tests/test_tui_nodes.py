@@ -482,3 +482,17 @@ async def test_keys_arriving_together_move_from_the_search_box_through_the_list(
             app.post_message(events.Key(key, None))
         await wait_until(pilot, lambda: opened != [])
         assert opened == [newer]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_quick_capture_fields_show_their_whole_placeholder(db_path, size):
+    """The dimensions field (2fr) and the date field (its placeholder's width) read in full; the
+    dimensions rule used to lose to `#capture-meta Input` and every field got a third."""
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuickCapture))
+        await pilot.pause()
+        for field in ("#capture-dimensions", "#capture-link", "#capture-date"):
+            control = app.screen.query_one(field)
+            assert control.content_region.width >= len(control.placeholder), field
