@@ -91,7 +91,11 @@ class Database:
         self.conn.row_factory = sqlite.Row
         self.owner = threading.get_ident()
         _load_vec(self.conn)
-        self._pragmas()
+        try:
+            self._pragmas()
+        except sqlite.DatabaseError as exc:  # not a database at all ("file is not a database"), damaged ...
+            self.close()
+            raise _translate(exc, self.path) from exc
         if migrate and not readonly:
             self._migrate()
 

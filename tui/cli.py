@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import CairnError, InvalidInput
+from tui.cli_checks import UsageError, backup_target, check_config_key, path_arg, positive_int
 
 MAX_STDIN_BYTES = 10_000_000
 
@@ -90,7 +91,7 @@ def _read_stdin() -> str:
     data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
     if len(data) > MAX_STDIN_BYTES:
         raise InvalidInput(f"Standard input is larger than {MAX_STDIN_BYTES // 1_000_000} MB; nothing was saved.")
-    return _decode(data, "standard input")
+    return _decode(data, "Standard input")
 
 
 def _decode(data: bytes, what: str) -> str:
@@ -416,8 +417,8 @@ def cmd_backup(args, out: Out) -> int:
     from core import clock
 
     with _store(args) as store:
-        target = Path(args.path) if args.path else store.path.with_name(
-            f"{store.path.stem}-backup-{clock.now().replace(':', '').replace('.', '')}.db")
+        target = backup_target(args.path, store.path,
+                               f"{store.path.stem}-backup-{clock.now().replace(':', '').replace('.', '')}.db")
         store.db.backup(target)
     if out.as_json:
         out.json({"backup": str(target)})
@@ -675,6 +676,8 @@ def _focus_arg(args):
             if not part.isdigit():
                 raise InvalidInput(f"--focus takes node ids separated by commas, not {part!r}.")
             ids.append(int(part))
+    if args.primary is not None and args.primary not in ids:
+        raise UsageError(f"--primary {args.primary} is not one of the --focus ids; add it to --focus.")
     return Focus(tuple(ids), args.primary if args.primary is not None else (ids[0] if ids else None))
 
 
@@ -773,6 +776,9 @@ def cmd_ask(args, out: Out) -> int:
     cfg = _config(args)
     provider = make_provider(cfg)
     message = _text_arg(args.message)
+    if not message.strip():  # checked before a chat row is made: a refused ask leaves no empty chat
+        raise InvalidInput("The message is empty.")
+    focus = _focus_arg(args)
 
     def confirm(action: str, detail: dict) -> bool:
         if args.yes:
@@ -783,8 +789,10 @@ def cmd_ask(args, out: Out) -> int:
         return answer.strip().lower() in ("y", "yes")
 
     with _store(args) as store:
+        for node_id in focus.ordered:
+            store.get_node(node_id)  # a clear error for an unknown id, before a chat row is made
         chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm)
-        chat.set_focus(_focus_arg(args))
+        chat.set_focus(focus)
         cancel = threading.Event()
         events: queue.Queue = queue.Queue()
         failure: list[BaseException] = []
@@ -882,11 +890,14 @@ def cmd_config(args, out: Out) -> int:
     """Show the settings (key status only, never a key), or change one: `cairn config set chat.provider anthropic`."""
     from core import config as config_module
 
+    if args.action == "show" and args.key is not None:
+        raise UsageError(f"`cairn config show` takes no KEY (got {args.key!r}); to change one: cairn config set KEY VALUE.")
     if args.action == "set":
         if not args.key or args.value is None:
             raise InvalidInput("Usage: cairn config set KEY VALUE (e.g. chat.provider anthropic).")
         if args.key.startswith("keys."):
             raise InvalidInput("Put API keys in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), not on a command line.")
+        check_config_key(args.key)
         value: Any = args.value
         if value.lower() in ("true", "false"):
             value = value.lower() == "true"
@@ -954,7 +965,7 @@ def _id(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS, help="database file (default: see README)")
+    common.add_argument("--db", metavar="PATH", type=path_arg, default=argparse.SUPPRESS, help="database file (default: see README)")
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     reader = argparse.ArgumentParser(add_help=False)
     reader.add_argument("--json", action="store_true", help="print JSON")
@@ -1017,14 +1028,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("search", cmd_search, "search notes by keyword, meaning, or both (a query starting with - goes after --)", read=True)
     p.add_argument("query")
     p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
-    p.add_argument("--limit", "-n", type=int, default=10)
+    p.add_argument("--limit", "-n", type=positive_int, default=10)
     p.add_argument("--dimension", "-d")
     p.add_argument("--node", type=_id, metavar="ID", help="search only inside this node")
 
     p = verb("hubs", cmd_hubs, "the most-connected nodes", read=True)
-    p.add_argument("--limit", "-n", type=int, default=10)
+    p.add_argument("--limit", "-n", type=positive_int, default=10)
     p = verb("list", cmd_list, "recently updated nodes", read=True)
-    p.add_argument("--limit", "-n", type=int, default=20)
+    p.add_argument("--limit", "-n", type=positive_int, default=20)
     p.add_argument("--dimension", "-d")
 
     verb("index", cmd_index, "chunk and embed every pending node", read=True)
@@ -1034,19 +1045,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb("stats", cmd_stats, "counts, pending work, memory, database size and tokens sent this week", read=True)
     p = verb("backup", cmd_backup, "copy the database safely (while others write)", read=True)
-    p.add_argument("path", nargs="?")
+    p.add_argument("path", nargs="?", type=path_arg,
+                   help="the copy's file name, or a folder to put it in (default: beside the database)")
     p = verb("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "
              "again: only changes", read=True)
-    p.add_argument("path", metavar="PATH", help="a folder of .md notes, or an RA-H OS database file")
+    p.add_argument("path", metavar="PATH", type=path_arg, help="a folder of .md notes, or an RA-H OS database file")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed the imported notes now")
     p.add_argument("--prune", action="store_true",
                    help="move nodes whose file has left the folder to the trash (default: keep them)")
     p = verb("export", cmd_export, "write every node as a markdown file (frontmatter + text + edges)", read=True)
-    p.add_argument("dir", metavar="DIR")
+    p.add_argument("dir", metavar="DIR", type=path_arg)
     p.add_argument("--force", action="store_true", help="write into a folder that holds other files")
     p = verb("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
              "(Ctrl-C stops)", read=True)
-    p.add_argument("path", metavar="PATH")
+    p.add_argument("path", metavar="PATH", type=path_arg)
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
 
     def provider_options(p):
@@ -1066,13 +1078,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("ask", cmd_ask, "ask the chat a question (streams; Ctrl-C stops and keeps the partial reply)", read=True)
     p.add_argument("message", help="the message, or - to read it from stdin")
     chat_options(p)
+    p.epilog = ("Without a provider the reply is an offline answer (quotes from your notes, no model). To use a model: "
+                "`cairn config set chat.provider anthropic` (or openai) and set $ANTHROPIC_API_KEY / $OPENAI_API_KEY, "
+                "or pass --provider for one question; an OpenAI-compatible server (Ollama ...) also needs "
+                "`cairn config set chat.base_url URL`.")
     p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")
     p = verb("config", cmd_config, "show the settings, or `config set KEY VALUE`", read=True)
     p.add_argument("action", nargs="?", choices=["show", "set"], default="show")
     p.add_argument("key", nargs="?")
     p.add_argument("value", nargs="?")
     p = verb("chats", cmd_chats, "list conversations", read=True)
-    p.add_argument("--limit", "-n", type=int, default=30)
+    p.add_argument("--limit", "-n", type=positive_int, default=30)
     from tui.cli_skills import cmd_skills
 
     p = verb("skills", cmd_skills, "list, show, create or edit the chat's skills (instructions the model loads on demand)",
@@ -1109,7 +1125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("eval", cmd_eval, "retrieval evaluation", read=True)
     p.add_argument("suite", choices=["beir"])
-    p.add_argument("folder", metavar="DIR")
+    p.add_argument("folder", metavar="DIR", type=path_arg)
     p.add_argument("--mode", action="append", choices=["fts", "vector", "hybrid"],
                    help="repeatable; default hybrid")
     p.add_argument("--split", choices=["test", "train"], default="test")
@@ -1127,6 +1143,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     func = getattr(args, "func", cmd_app)
     try:
         return func(args, out)
+    except UsageError as exc:
+        if debug:
+            raise
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 2
     except CairnError as exc:
         if debug:
             raise

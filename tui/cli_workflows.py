@@ -17,6 +17,7 @@ from __future__ import annotations
 from core import pending
 from core.errors import CairnError, InvalidInput
 from tui.cli_accept import accept_numbers
+from tui.cli_checks import positive_int
 
 OFFLINE_NOTE = ("Explanations are not drafted without a model (the chat provider is offline): give each link you "
                 "accept one with --explanation N=\"...\".")
@@ -186,7 +187,7 @@ def add_arguments(p, id_type, *, model: bool) -> None:
     p.add_argument("--accept", metavar="N,N", help="write these links (numbers from the list this command printed)")
     p.add_argument("--explanation", action="append", metavar='N="TEXT"',
                    help="the explanation of accepted link N (repeatable; default: its draft)")
-    p.add_argument("--limit", "-n", type=int, default=8 if model else 50, help="at most this many proposals")
+    p.add_argument("--limit", "-n", type=positive_int, default=8 if model else 50, help="at most this many proposals")
     p.add_argument("--yes", "-y", action="store_true", help="write without asking")
     if model:
         p.add_argument("--provider", choices=["offline", "anthropic", "openai"])

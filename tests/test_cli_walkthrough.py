@@ -1,0 +1,210 @@
+"""What a walkthrough of every `cairn` verb found, run in-process through tui.cli.main on real files:
+the README's verb table matches the parser, counts and paths are checked (usage errors exit 2),
+`cairn backup` never writes over a file, `cairn config set` refuses keys nothing reads, a refused
+`cairn ask` leaves no empty chat, a file that is not a database is one clear sentence."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tui.cli import build_parser, main
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+COMMON = {"-h", "--help", "--db", "--debug", "--json"}
+
+
+def cli(capsys, *argv):
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors
+        rc = exc.code
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def one_sentence(err: str) -> str:
+    lines = [line for line in err.strip().splitlines() if line.startswith("cairn")]
+    assert len(lines) == 1 and "Traceback" not in err and "unexpected error" not in err, err
+    return lines[0]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def db(tmp_path, capsys) -> Path:
+    path = tmp_path / "walk.db"
+    rc, out, err = cli(capsys, "add", "--db", str(path), "A note about otters")
+    assert rc == 0, err
+    return path
+
+
+# -- README -----------------------------------------------------------------------------------------
+def _readme_rows() -> dict[str, str]:
+    """verb -> the table's first cell(s) naming it (a row may name two verbs: `cairn trash`, `cairn restore ID`)."""
+    text = README.read_text(encoding="utf-8")
+    table = text.split("## Command line", 1)[1].split("\n\n", 3)
+    rows: dict[str, str] = {}
+    for line in "\n".join(table[:3]).splitlines():
+        if not line.startswith("| `cairn"):
+            continue
+        cell = line.split("` |", 1)[0]
+        for verb in re.findall(r"`cairn ([a-z]+)", cell + "`"):
+            rows[verb] = rows.get(verb, "") + cell
+    return rows
+
+
+def _verbs():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sub.choices
+
+
+def test_readme_table_names_every_verb_and_each_of_its_options():
+    rows = _readme_rows()
+    rows["context"] = rows["context"].replace("[same options]", rows["ask"])  # "same options" as ask
+    verbs = _verbs()
+    assert set(verbs) - set(rows) == set(), "verbs missing from the README table"
+    assert set(rows) - set(verbs) == set(), "README rows for verbs the parser does not have"
+    for name, p in verbs.items():
+        for action in p._actions:
+            options = [o for o in action.option_strings if o not in COMMON]
+            if action.option_strings and options:
+                assert any(o in rows[name] for o in options), f"{name}: {options} not in the README row {rows[name]!r}"
+
+
+# -- counts and paths ------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [["list", "-n", "0"], ["list", "--limit", "-1"], ["hubs", "-n", "0"],
+                                  ["search", "otters", "-n", "-1"], ["chats", "-n", "0"],
+                                  ["integrate", "1", "-n", "0"], ["links", "1", "-n", "-5"]])
+def test_a_limit_below_one_is_a_usage_error(capsys, db, argv):
+    rc, out, err = cli(capsys, *argv, "--db", str(db))
+    assert rc == 2 and out == ""
+    assert "--limit/-n: must be at least 1" in err, err
+
+
+@pytest.mark.parametrize("argv", [["import", ""], ["export", " "], ["watch", ""], ["backup", ""],
+                                  ["eval", "beir", ""]])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(capsys, db, tmp_path, monkeypatch, argv):
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    (folder / "stray.md").write_text("# Stray\nnot to be imported", encoding="utf-8")
+    monkeypatch.chdir(folder)
+    before = sha(db)
+    rc, out, err = cli(capsys, *argv, "--db", str(db))
+    assert rc == 2 and "an empty path is not a file or folder" in err, err
+    assert sha(db) == before and sorted(os.listdir(folder)) == ["stray.md"]
+
+
+def test_an_empty_db_option_is_a_usage_error(capsys):
+    rc, out, err = cli(capsys, "--db", "", "list")
+    assert rc == 2 and "argument --db: an empty path" in err, err
+
+
+# -- backup ----------------------------------------------------------------------------------------
+def test_backup_into_a_folder_then_never_over_a_file_nor_the_database(capsys, db, tmp_path):
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    rc, out, err = cli(capsys, "backup", str(folder), "--db", str(db), "--json")
+    assert rc == 0, err
+    first = Path(json.loads(out)["backup"])
+    assert first.parent == folder and first.name.startswith("walk-backup-") and first.suffix == ".db"
+
+    existing = tmp_path / "keep.db"
+    existing.write_bytes(b"an earlier backup")
+    rc, out, err = cli(capsys, "backup", str(existing), "--db", str(db))
+    assert rc == 1 and one_sentence(err) == f"cairn: {existing} already exists; give a new file name (nothing was written)."
+    assert existing.read_bytes() == b"an earlier backup"
+
+    before = sha(db)
+    rc, out, err = cli(capsys, "backup", str(db), "--db", str(db))
+    assert rc == 1 and "is the database itself" in one_sentence(err)
+    assert sha(db) == before
+
+    rc, out, err = cli(capsys, "list", "--db", str(first), "--json")
+    assert rc == 0 and [n["title"] for n in json.loads(out)] == ["A note about otters"]
+
+
+# -- config ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key, says", [("no.such", "Unknown table `no`"), ("chats.provider", "Unknown table `chats`"),
+                                        ("foo", "Unknown setting `foo`"), ("chat.a.b", "is not a setting"),
+                                        ("ui.colour", "Unknown setting `ui.colour` (known in [ui]: theme, animations)"),
+                                        ("mcp.allow", "known in [mcp]: allow_edits")])
+def test_config_set_refuses_a_key_nothing_reads(capsys, key, says):
+    from core.paths import config_dir
+
+    rc, out, err = cli(capsys, "config", "set", key, "1")
+    assert rc == 1 and says in one_sentence(err) and "Nothing was changed" in err, err
+    assert not (config_dir() / "config.toml").exists()
+
+
+def test_config_set_still_takes_known_keys_and_keymap_ids(capsys):
+    from core import config
+
+    for key, value in (("ui.theme", "nord"), ("keymap.quick_capture", "ctrl+k"), ("user_name", "Ada")):
+        rc, out, err = cli(capsys, "config", "set", key, value)
+        assert rc == 0, err
+    cfg = config.load()
+    assert (cfg.theme, cfg.keymap, cfg.user_name) == ("nord", {"quick_capture": "ctrl+k"}, "Ada")
+
+
+def test_config_show_with_a_key_is_a_usage_error(capsys):
+    rc, out, err = cli(capsys, "config", "show", "chat.provider")
+    assert rc == 2 and out == "" and "takes no KEY" in one_sentence(err)
+
+
+# -- ask -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, says, code", [
+    (["ask", ""], "The message is empty.", 1),
+    (["ask", "   "], "The message is empty.", 1),
+    (["ask", "otters?", "--focus", "999"], "There is no node 999.", 1),
+    (["ask", "otters?", "--focus", "1,x"], "--focus takes node ids", 1),
+    (["ask", "otters?", "--focus", "1", "--primary", "2"], "--primary 2 is not one of the --focus ids", 2),
+    (["context", "otters?", "--focus", "1", "--primary", "2"], "--primary 2 is not one of the --focus ids", 2),
+])
+def test_a_refused_ask_leaves_no_empty_chat(capsys, db, argv, says, code):
+    rc, out, err = cli(capsys, *argv, "--db", str(db))
+    assert rc == code and says in one_sentence(err), err
+    rc, out, err = cli(capsys, "chats", "--db", str(db), "--json")
+    assert rc == 0 and json.loads(out) == []
+
+
+def test_ask_help_says_how_to_use_a_model(capsys):
+    # The offline answer says "see `cairn ask --help`": the help must then say how to configure a provider.
+    from core.providers.offline import LABEL
+
+    assert "cairn ask --help" in LABEL
+    rc, out, err = cli(capsys, "ask", "--help")
+    assert rc == 0
+    flat = " ".join(out.split())
+    assert "cairn config set chat.provider anthropic" in flat and "$ANTHROPIC_API_KEY" in flat
+
+
+# -- files -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("verb", [["list"], ["add", "x"], ["show", "1"]])
+def test_a_file_that_is_not_a_database_is_one_clear_sentence(capsys, tmp_path, verb):
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"this is a text file, not SQLite " * 200)
+    before = sha(path)
+    rc, out, err = cli(capsys, *verb, "--db", str(path))
+    assert rc == 1 and out == ""
+    assert one_sentence(err) .startswith(f"cairn: {path} is damaged or not a Cairn database"), err
+    assert sha(path) == before
+
+
+def test_stdin_errors_read_as_a_sentence(capsys, monkeypatch, tmp_path):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe")))
+    rc, out, err = cli(capsys, "add", "-", "--db", str(tmp_path / "s.db"))
+    assert rc == 1
+    assert one_sentence(err) == "cairn: Standard input is not valid UTF-8 (byte 0xff at offset 0); nothing was saved."
+    assert not (tmp_path / "s.db").exists()
