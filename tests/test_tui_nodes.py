@@ -496,3 +496,11 @@ async def test_quick_capture_fields_show_their_whole_placeholder(db_path, size):
         for field in ("#capture-dimensions", "#capture-link", "#capture-date"):
             control = app.screen.query_one(field)
             assert control.content_region.width >= len(control.placeholder), field
+
+
+async def test_one_node_is_counted_in_the_singular(store, db_path):
+    store.add_node("First note", "")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: titles(app) == ["First note"])
+        assert status(app).startswith("1 node · ")

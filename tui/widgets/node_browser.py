@@ -465,7 +465,8 @@ class NodeBrowser(Vertical):
             self._status(Content("No nodes yet: ctrl+n adds one."))  # fits the pane at 120 columns
             return
         elif self._total is not None:
-            parts.append(f"{shown:,} of {self._total:,}" if shown < self._total else f"{shown:,} nodes")
+            parts.append(f"{shown:,} of {self._total:,}" if shown < self._total
+                         else f"{shown:,} node" + ("" if shown == 1 else "s"))
         parts.append(SORT_LABELS[self.effective_sort()])
         line = Content(" · ".join(parts))
         for dim in result.dimensions:
