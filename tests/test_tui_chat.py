@@ -519,18 +519,26 @@ async def test_viewer_block_titles_fit_the_right_pane_at_120x40(notes, db_path, 
         viewer = app.query_one(ContextViewer)
         await wait_for(pilot, lambda: viewer.query("#block-retrieved") and "Sourdough" in viewer.focus_text,
                        what="the blocks")
-        await pilot.pause()
         assert app.query_one("#right").size.width <= 45  # the three-pane layout
         model_rows = [line for line in screen_text(app).splitlines() if "Model" in line]
         assert model_rows and "claude-sonnet-4-6" in model_rows[0]  # the model's name on one line, not wrapped
+        from textual.widgets import Collapsible
+
+        viewer.query_one("#viewer-stats-section", Collapsible).collapsed = False  # long enough to scroll
+        await wait_for(pilot, lambda: viewer.show_vertical_scrollbar, what="the viewer's scrollbar")
+        from tui.widgets.context_viewer import _block_title
+
+        # The longest title in practice: retrieved passages reach four-digit token counts.
+        viewer.query_one("#block-retrieved", Collapsible).title = _block_title("retrieved", False, 9_999)
+        await pilot.pause()
         for collapsible in viewer.query("Collapsible"):
             title = str(collapsible.title)
             viewer.scroll_to_widget(collapsible, animate=False)
             await pilot.pause()
             shown = [line for line in screen_text(app).splitlines()
-                     if f"▶ {title.split(' · ')[0]} · " in line]
+                     if re.search(f"[▶▼] {re.escape(title.split(' · ')[0])} · ", line)]
             assert shown, f"the title {title!r} is not on the screen"
-            assert re.search(re.escape(f"▶ {title}") + r"(?![\w(~,])", shown[0]), f"cut: {shown[0]!r}"
+            assert re.search(f"[▶▼] {re.escape(title)}" + r"(?![\w(~,])", shown[0]), f"cut: {shown[0]!r}"
 
 
 async def test_help_lists_the_chat_bindings_with_ids(db_path):

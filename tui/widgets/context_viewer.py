@@ -182,7 +182,7 @@ class ContextViewer(VerticalScroll):
         yield Vertical(id="viewer-blocks")
         # Collapsed by default and last: its figures (sizes, tokens) change with the database, so the
         # rest of the pane never moves when they do.
-        yield Collapsible(Static(Text("…"), id="viewer-stats"), title="Stats · counts, size, tokens this week",
+        yield Collapsible(Static(Text("…"), id="viewer-stats"), title="Stats · counts, size, weekly tokens",
                           collapsed=True, id="viewer-stats-section")
 
     def _model_options(self) -> list[tuple[str, str]]:
