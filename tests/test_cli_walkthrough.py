@@ -208,3 +208,24 @@ def test_stdin_errors_read_as_a_sentence(capsys, monkeypatch, tmp_path):
     assert rc == 1
     assert one_sentence(err) == "cairn: Standard input is not valid UTF-8 (byte 0xff at offset 0); nothing was saved."
     assert not (tmp_path / "s.db").exists()
+
+
+# -- edit, index, export wording -------------------------------------------------------------------
+def test_an_edit_that_changes_nothing_says_so(capsys, db, monkeypatch):
+    monkeypatch.setenv("EDITOR", "true")  # the editor exits without touching the file
+    monkeypatch.delenv("VISUAL", raising=False)
+    rc, out, err = cli(capsys, "edit", "1", "--db", str(db))
+    assert rc == 0 and out.strip() == "Node 1 is unchanged: A note about otters", (out, err)
+    rc, out, err = cli(capsys, "edit", "1", "--title", "A note about otters", "--db", str(db))
+    assert rc == 0 and out.startswith("Node 1 is unchanged"), out
+    rc, out, err = cli(capsys, "edit", "1", "--title", "Otters", "--db", str(db))
+    assert rc == 0 and out.startswith("Updated node 1: Otters"), out
+
+
+def test_index_and_export_count_in_words_and_draw_no_empty_bar(capsys, db, tmp_path):
+    rc, out, err = cli(capsys, "index", "--db", str(db))
+    assert rc == 0 and out.startswith("Indexed 1 node (1 chunk; "), out
+    rc, out, err = cli(capsys, "index", "--db", str(db), "--json")
+    assert rc == 0 and json.loads(out)["indexed"] == 0 and err == ""  # nothing pending: no 0/0 progress bar
+    rc, out, err = cli(capsys, "export", str(tmp_path / "out"), "--db", str(db))
+    assert rc == 0 and out.startswith("Exported 1 node and 0 edges to "), out

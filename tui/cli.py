@@ -189,9 +189,12 @@ def cmd_edit(args, out: Out) -> int:
             changes["dimensions"] = [d for d in dims if d.lower() not in drop]
         if not changes:
             changes["source"] = _edit_in_editor(node["source"])
+        before = node["updated_at"]
         node = store.update_node(args.id, **changes)
     if out.as_json:
         out.json(node)
+    elif node["updated_at"] == before:  # the store writes nothing when every value is the same
+        out.text(f"Node {node['id']} is unchanged: ", (node["title"], "bold"))
     else:
         out.text(f"Updated node {node['id']}: ", (node["title"], "bold"),
                  (" (queued for indexing)" if node["chunk_status"] == "pending" else "", "dim"))
@@ -336,13 +339,13 @@ def cmd_index(args, out: Out) -> int:
         if indexer.pending_count() == 0 and not args.json:
             out.text("Nothing to index: every node is up to date.")
             return 0
-        with _progress(out, "Indexing", "nodes") as progress:
+        with _lazy_progress(out, "Indexing", "nodes") as progress:  # no empty bar before an error or for --json of nothing
             report = indexer.run(progress=progress)
     if out.as_json:
         out.json(report.as_dict())
     else:
         rate = report.indexed / report.seconds if report.seconds else 0
-        out.text(f"Indexed {report.indexed} nodes ({report.chunks} chunks; {report.embedded} embedded, "
+        out.text(f"Indexed {_n(report.indexed, 'node')} ({_n(report.chunks, 'chunk')}; {report.embedded} embedded, "
                  f"{report.reused} reused) in {report.seconds:.1f} s, {rate:.1f} nodes/s.")
         if report.skipped:
             out.text(f"{report.skipped} nodes changed while being indexed; they stay queued for the next run.")
@@ -439,6 +442,8 @@ class _lazy_progress(_progress):
 
     def __call__(self, done: int, total: int) -> None:
         if self.task is None:
+            if not total:  # nothing to do: no 0/0 bar
+                return
             self.bar.start()
         super().__call__(done, total)
 
@@ -565,7 +570,7 @@ def cmd_export(args, out: Out) -> int:
         out.json(report.as_dict())
     else:
         removed = f"; removed {report.removed:,} files of nodes since deleted" if report.removed else ""
-        out.text(f"Exported {report.written:,} nodes and {report.edges:,} edges to {report.folder}{removed}.")
+        out.text(f"Exported {_n(report.written, 'node')} and {_n(report.edges, 'edge')} to {report.folder}{removed}.")
         _capped(out, "Not written", report.skipped)
     return 1 if report.skipped else 0
 
