@@ -721,6 +721,8 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
         screen = app.screen
         await wait_for(pilot, lambda: screen.state == "failed", what="the error")
         assert "needs a model provider" in status(screen)
+        assert "f2, Provider" in status(screen)  # where to pick one in the app, not a shell command
+        assert "cairn config set" not in status(screen)
         # said once, in the dialog: no error toast on top of it
         assert not any(n.severity == "error" for n in app._notifications)
         await pilot.press("escape")

@@ -26,6 +26,10 @@ from core.safe_text import printable
 from tui.screens.review import Found, Indented, Part, ReviewScreen, default_provider, mark, review_bindings
 from tui.services import Services
 
+NEEDS_MODEL_IN_APP = ("Distilling a chat needs a model provider; Cairn is offline. Pick one in the settings: f2, "
+                      "Provider (anthropic or openai, with $ANTHROPIC_API_KEY / $OPENAI_API_KEY set), then ctrl+t "
+                      "again; 'Save as defaults' keeps it.")
+
 HEADINGS = {"addition": "Additions — new nodes", "update": "Updates — changes to existing nodes",
             "retirement": "Retirements — marked retired, not deleted"}
 
@@ -76,8 +80,13 @@ class DistilReviewScreen(ReviewScreen):
         provider = (self.make_provider or default_provider)(cfg)
         # A store of its own: this worker's SQLite connection belongs to this thread.
         with Store(self.services.db_path) as store:
-            result = distil.propose(store, self.chat_id, provider, never_send=cfg.never_send,
-                                    searcher=Searcher(store), cancel=cancel)
+            try:
+                result = distil.propose(store, self.chat_id, provider, never_send=cfg.never_send,
+                                        searcher=Searcher(store), cancel=cancel)
+            except distil.DistilError as exc:
+                if str(exc) == distil.NEEDS_MODEL:  # the core text names CLI commands; here f2 is nearer
+                    raise distil.DistilError(NEEDS_MODEL_IN_APP) from exc
+                raise
         return Found(list(result.proposals), list(result.warnings), dict(result.usage))
 
     # -- the list ----------------------------------------------------------------------------------
