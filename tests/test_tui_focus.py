@@ -961,3 +961,53 @@ async def test_the_error_line_drops_each_problem_as_its_field_is_corrected(db_pa
         await pilot.press("ctrl+s")
         await settle(app, pilot)
         assert store.get_node(alpha)["event_date"] == "2024-12-01"
+
+
+async def test_the_link_dialogs_footers_offer_their_own_keys_not_the_focus_panes(db_path, store, nodes, focuses):
+    alpha, _, _ = nodes
+
+    def shown(app) -> list[tuple[str, str]]:
+        return [(key.key, key.description) for key in app.screen.query("FooterKey")]
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_nodes(app, pilot, alpha)
+        edges = view_of(app, alpha).query_one(".node-edges", OptionList)
+        edges.focus()
+        edges.highlighted = 0
+        await settle(app, pilot)
+        assert ("r", "Edit link") in shown(app)
+        await pilot.press("r")
+        await settle(app, pilot)
+        assert isinstance(app.screen, EdgeEditModal)
+        assert shown(app) == [("escape", "Cancel")]  # not "r Edit link", "x Delete link", "e Edit"
+        await pilot.press("escape")
+        await settle(app, pilot)
+        await pilot.press("ctrl+e")
+        await settle(app, pilot)
+        assert isinstance(app.screen, EdgeModal)
+        assert shown(app) == [("escape", "Cancel")]
+
+
+async def test_at_80x24_the_new_edge_dialog_keeps_its_error_and_buttons_on_screen(db_path, store, nodes, focuses):
+    alpha, _, _ = nodes
+    for i in range(14):
+        store.add_node(f"Another note {i}", "Text.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_nodes(app, pilot, alpha)
+        await pilot.press("ctrl+e")
+        await settle(app, pilot)
+        modal = app.screen
+        assert isinstance(modal, EdgeModal)
+        await pilot.press(*"note")
+        await settle(app, pilot)
+        assert modal.query_one("#edge-matches", OptionList).option_count > 10
+        await pilot.press("enter", "enter")  # pick the first match, then an empty explanation
+        await settle(app, pilot)
+        error = modal.query_one("#edge-error", Static)
+        assert error.display and "why these two nodes are connected" in text_of(error)
+        screen = modal.region
+        for widget in (error, modal.query_one("#edge-link"), modal.query_one("#edge-cancel")):
+            assert widget.region.height and screen.contains_region(widget.region), widget
+            assert widget.region.bottom <= screen.bottom - 1  # above the footer

@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Footer, Input, Label, Static
 
 from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
@@ -84,6 +84,7 @@ class EdgeEditModal(ModalScreen[dict | None]):
             with Horizontal(id="edge-edit-buttons"):
                 yield Button("Save", id="edge-edit-save", variant="primary")
                 yield Button("Cancel", id="edge-edit-cancel")
+        yield Footer()  # covers the main screen's, whose Focus keys (r Edit link, x Delete link) do nothing here
 
     def on_mount(self) -> None:
         self.query_one("#edge-edit-error", Static).display = False

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -26,6 +26,10 @@ from core.safe_text import printable
 from tui.services import Services
 
 MATCH_LIMIT = 50
+# Rows the dialog needs besides the matches list (border, heading, finder, picked line, label,
+# explanation, a one-line error, buttons) plus the screen's footer and the dialog's 96 % cap.
+DIALOG_ROWS = 19
+MATCHES_MAX_ROWS = 12  # ten matches and the list's border
 
 
 class EdgeModal(ModalScreen[dict | None]):
@@ -78,12 +82,25 @@ class EdgeModal(ModalScreen[dict | None]):
             with Horizontal(id="edge-buttons"):
                 yield Button("Link", id="edge-link", variant="primary")
                 yield Button("Cancel", id="edge-cancel")
+        # Its own footer covers the main screen's, which went on offering the Focus keys (e Edit, r Edit
+        # link, x Delete link) that do nothing here.
+        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#edge-error", Static).display = False
         self.query_one("#edge-matches", OptionList).loading = True
+        self._fit_matches(self.app.size.height)
         self.query_one("#edge-find", Input).focus()
         self.load_titles()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_matches(event.size.height)
+
+    def _fit_matches(self, screen_height: int) -> None:
+        """Let the matches list take only the rows the rest of the dialog leaves: at 80×24 a full list
+        pushed the error line and the buttons off the screen (an empty explanation then said nothing)."""
+        rows = max(3, min(MATCHES_MAX_ROWS, screen_height - DIALOG_ROWS))
+        self.query_one("#edge-matches", OptionList).styles.max_height = rows
 
     # -- finding -------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="edge-titles", exit_on_error=False)
