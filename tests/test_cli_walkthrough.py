@@ -229,3 +229,24 @@ def test_index_and_export_count_in_words_and_draw_no_empty_bar(capsys, db, tmp_p
     assert rc == 0 and json.loads(out)["indexed"] == 0 and err == ""  # nothing pending: no 0/0 progress bar
     rc, out, err = cli(capsys, "export", str(tmp_path / "out"), "--db", str(db))
     assert rc == 0 and out.startswith("Exported 1 node and 0 edges to "), out
+
+
+# -- search ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_query_is_refused(capsys, db, query):
+    rc, out, err = cli(capsys, "search", query, "--db", str(db), "--json")
+    assert rc == 1 and out == "" and one_sentence(err) == "cairn: The query is empty: give the words to search for."
+
+
+def test_no_match_by_meaning_says_when_nodes_wait_for_indexing(capsys, db):
+    rc, out, err = cli(capsys, "search", "otters", "--mode", "vector", "--db", str(db))
+    assert rc == 0 and out.splitlines() == [
+        "No matches.",
+        "Not indexed yet: 1 node; run `cairn index` so that meaning search sees them (keyword search, --mode fts, "
+        "already does)."]
+    rc, out, err = cli(capsys, "search", "otters", "--mode", "vector", "--db", str(db), "--json")
+    assert rc == 0 and json.loads(out) == []  # --json keeps its documented shape
+    rc, out, err = cli(capsys, "index", "--db", str(db))
+    assert rc == 0, err
+    rc, out, err = cli(capsys, "search", "zebra crossing", "--mode", "vector", "--db", str(db))
+    assert "Not indexed yet" not in out

@@ -293,14 +293,20 @@ def _print_nodes(out: Out, nodes: list[dict], extra=None) -> None:
 def cmd_search(args, out: Out) -> int:
     from core.search import Searcher
 
+    if not args.query.strip():
+        raise InvalidInput("The query is empty: give the words to search for.")
     with _store(args, readonly=True) as store:
         hits = Searcher(store).search(args.query, mode=args.mode, limit=args.limit, dimension=args.dimension,
                                       node_id=args.node)
+        pending = store.counts()["pending"] if not hits and args.mode != "fts" else 0
     if out.as_json:
         out.json(hits)
         return 0
     if not hits:
         out.text("No matches.", style="dim")
+    if pending:  # meaning search cannot see them yet; keywords can
+        out.text(f"Not indexed yet: {_n(pending, 'node')}; run `cairn index` so that meaning search sees "
+                 "them (keyword search, --mode fts, already does).", style="dim")
     for h in hits:
         where = " › ".join(h["chunk"]["heading_path"]) if h["chunk"] and h["chunk"]["heading_path"] else ""
         out.text((f"[{h['id']}] ", "dim"), (h["title"], "bold"), (f"  {h['score']:.4g}", "dim"),
