@@ -232,12 +232,6 @@ def test_index_and_export_count_in_words_and_draw_no_empty_bar(capsys, db, tmp_p
 
 
 # -- search ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("query", ["", "   "])
-def test_an_empty_query_is_refused(capsys, db, query):
-    rc, out, err = cli(capsys, "search", query, "--db", str(db), "--json")
-    assert rc == 1 and out == "" and one_sentence(err) == "cairn: The query is empty: give the words to search for."
-
-
 def test_no_match_by_meaning_says_when_nodes_wait_for_indexing(capsys, db):
     rc, out, err = cli(capsys, "search", "otters", "--mode", "vector", "--db", str(db))
     assert rc == 0 and out.splitlines() == [

@@ -293,8 +293,6 @@ def _print_nodes(out: Out, nodes: list[dict], extra=None) -> None:
 def cmd_search(args, out: Out) -> int:
     from core.search import Searcher
 
-    if not args.query.strip():
-        raise InvalidInput("The query is empty: give the words to search for.")
     with _store(args, readonly=True) as store:
         hits = Searcher(store).search(args.query, mode=args.mode, limit=args.limit, dimension=args.dimension,
                                       node_id=args.node)
