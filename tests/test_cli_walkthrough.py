@@ -244,3 +244,17 @@ def test_no_match_by_meaning_says_when_nodes_wait_for_indexing(capsys, db):
     assert rc == 0, err
     rc, out, err = cli(capsys, "search", "zebra crossing", "--mode", "vector", "--db", str(db))
     assert "Not indexed yet" not in out
+
+
+# -- import ----------------------------------------------------------------------------------------
+def test_importing_another_cairn_database_says_to_open_it_with_db(capsys, db, tmp_path):
+    rc, out, err = cli(capsys, "backup", str(tmp_path / "copy.db"), "--db", str(db))
+    assert rc == 0, err
+    other = tmp_path / "other.db"
+    rc, out, err = cli(capsys, "add", "a note elsewhere", "--db", str(other))
+    rc, out, err = cli(capsys, "import", str(tmp_path / "copy.db"), "--db", str(other))
+    assert rc == 1 and one_sentence(err) == (
+        f"cairn: {tmp_path / 'copy.db'} is a Cairn database (a backup or a copy?), not an RA-H OS one; open it with "
+        f"`cairn --db {tmp_path / 'copy.db'}`; nothing was imported.")
+    rc, out, err = cli(capsys, "list", "--db", str(other), "--json")
+    assert [n["title"] for n in json.loads(out)] == ["a note elsewhere"]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from core.errors import CairnError, InvalidInput
-from tui.cli_checks import UsageError, backup_target, check_config_key, path_arg, positive_int
+from tui.cli_checks import (UsageError, backup_target, check_config_key, is_cairn_database, path_arg,
+                            positive_int)
 
 MAX_STDIN_BYTES = 10_000_000
 
@@ -529,6 +530,9 @@ def cmd_import(args, out: Out) -> int:
         if not (is_sqlite_file(path) or path.suffix.lower() in (".sqlite", ".sqlite3", ".db")):
             raise InvalidInput(f"{path} is neither a folder of markdown notes nor an RA-H OS database (.sqlite); "
                                "to import one note, give its folder.")
+        if is_cairn_database(path):
+            raise InvalidInput(f"{path} is a Cairn database (a backup or a copy?), not an RA-H OS one; open it with "
+                               f"`cairn --db {path}`; nothing was imported.")
         kind = "raha"
     else:
         raise InvalidInput(f"There is no folder or file at {path}.")

@@ -77,3 +77,22 @@ def check_config_key(dotted: str) -> None:
     if known_keys and key not in known_keys:  # [keymap] starts empty: any binding id
         raise InvalidInput(f"Unknown setting `{dotted}` (known in [{table}]: {', '.join(known_keys)}). "
                            "Nothing was changed.")
+
+
+CAIRN_TABLES = {"meta", "nodes", "edges", "chunks", "nodes_fts", "trash"}
+
+
+def is_cairn_database(path: Path) -> bool:
+    """Another Cairn database (a backup, a copy): `cairn import` must not read it as RA-H OS (it failed
+    with 'no such column: rowid'); the way to use it is --db."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False  # not readable as SQLite: the RA-H importer says why
+    return CAIRN_TABLES <= names
