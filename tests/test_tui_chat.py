@@ -376,6 +376,32 @@ async def test_a_chat_keeps_its_first_message_as_its_title(notes, db_path, store
     assert store.db.execute("SELECT title FROM chats").fetchone()[0] == "tomato plants in the sun"
 
 
+async def test_the_chat_list_wraps_a_chats_facts_under_its_title_at_80x24(notes, db_path, store):
+    """A chat's facts (id, replies, agent, model, time, tokens) wrap between parts, each line indented
+    under the title, never a fragment such as "out 0" at the left edge."""
+    from tui.screens.chat_list import ChatListScreen
+
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pane = await type_and_send(pilot, app, "tomato plants in the sun")
+        await wait_for(pilot, lambda: len(metas(app)) == 1 and not pane.streaming, what="the reply")
+        store.db.execute("UPDATE chats SET model = 'claude-sonnet-4-6'")  # as long as a real model's name
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatListScreen) and app.screen.shown, what="the chats")
+        await pilot.pause()
+        from textual.widgets import OptionList
+
+        options = app.screen.query_one("#chat-list-options", OptionList)
+        room = options.scrollable_content_region.width - 2  # an option's text width (its padding is 1 + 1)
+        prompt = options.get_option_at_index(0).prompt
+        title, *facts = prompt.plain.splitlines()
+        assert title == "tomato plants in the sun" and len(facts) >= 2  # the facts did not fit one line
+        assert all(line.startswith("  #1 · 1 reply") or line.startswith("  ") for line in facts)
+        assert all(len(line) <= room for line in facts), (room, facts)  # the list never wraps them itself
+        assert "in 0 out 0" in facts[-1] and "claude-sonnet-4-6" in " ".join(facts)
+
+
 # -- viewer and help ---------------------------------------------------------------------------------------
 async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_path, monkeypatch):
     secret = "sk-test-secret"

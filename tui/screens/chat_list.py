@@ -16,6 +16,19 @@ from core.safe_text import printable
 from tui.services import Services
 
 LIMIT = 500
+META_INDENT = 2
+OPEN_NOW = "(open now)"
+
+
+def _wrap_parts(parts: list[str], width: int) -> list[str]:
+    """Join parts with " · " into lines of at most `width` (0: one line), breaking only between parts."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and (width <= 0 or len(lines[-1]) + 3 + len(part) <= width):
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
 
 
 class ChatListScreen(ModalScreen[int | None]):
@@ -31,6 +44,7 @@ class ChatListScreen(ModalScreen[int | None]):
         self.current = current
         self.chats: list[dict] = []
         self.shown: list[dict] = []
+        self._laid_out = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chat-list-dialog", classes="dialog"):
@@ -61,16 +75,34 @@ class ChatListScreen(ModalScreen[int | None]):
         self.query_one("#chat-list-options", OptionList).loading = False
         self._filter(self.query_one("#chat-list-filter", Input).value)
 
-    def _label(self, chat: dict) -> Text:
+    def _label(self, chat: dict, width: int = 0) -> Text:
+        """The title, then its facts on indented lines. The facts wrap between parts, each continuation
+        indented too: at 80 columns a line wrapped by the list began at the left edge, under the titles."""
         title = printable(chat["title"] or "(untitled)")
         label = Text(title, style="bold" if chat["id"] == self.current else "")
         usage = chat["usage"]
         when = (chat["updated_at"] or "")[:16].replace("T", " ")
-        label.append(printable(f"\n  #{chat['id']} · {chat['replies']} repl{'y' if chat['replies'] == 1 else 'ies'} · {chat['agent']} · {chat['model']}"
-                               f" · {when} · in {usage['input']:,} out {usage['output']:,}"), style="dim")
+        parts = [f"#{chat['id']}", f"{chat['replies']} repl{'y' if chat['replies'] == 1 else 'ies'}", chat["agent"],
+                 chat["model"], when, f"in {usage['input']:,} out {usage['output']:,}"]
+        parts = [printable(p) for p in parts]
         if chat["id"] == self.current:
-            label.append("  (open now)", style="italic")
+            parts.append(OPEN_NOW)
+        for line in _wrap_parts(parts, width - META_INDENT if width > 0 else 0):
+            label.append("\n" + " " * META_INDENT)
+            if line.endswith(OPEN_NOW):
+                label.append(line[:-len(OPEN_NOW)], style="dim")
+                label.append(OPEN_NOW, style="italic")
+            else:
+                label.append(line, style="dim")
         return label
+
+    def on_resize(self) -> None:
+        if self.chats:  # re-wrap the facts for the new width, keeping the highlighted chat
+            options = self.query_one("#chat-list-options", OptionList)
+            highlighted = options.highlighted
+            self._filter(self.query_one("#chat-list-filter", Input).value)
+            if highlighted is not None and highlighted < len(self.shown):
+                options.highlighted = highlighted
 
     @on(Input.Changed, "#chat-list-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -81,7 +113,12 @@ class ChatListScreen(ModalScreen[int | None]):
         self.shown = [c for c in self.chats if needle in (c["title"] or "").lower()] if needle else list(self.chats)
         options = self.query_one("#chat-list-options", OptionList)
         options.clear_options()
-        options.add_options([Option(self._label(c)) for c in self.shown])
+        # The options' text width: the list less its scrollbar and the options' padding.
+        width = options.scrollable_content_region.width - 2
+        if width <= 0 and not self._laid_out:  # the list has no size before its first layout: once more after it
+            self._laid_out = True
+            self.call_after_refresh(lambda: self._filter(self.query_one("#chat-list-filter", Input).value))
+        options.add_options([Option(self._label(c, width)) for c in self.shown])
         if self.shown:
             options.highlighted = 0
         empty = self.query_one("#chat-list-empty", Static)
