@@ -1011,3 +1011,27 @@ async def test_at_80x24_the_new_edge_dialog_keeps_its_error_and_buttons_on_scree
         for widget in (error, modal.query_one("#edge-link"), modal.query_one("#edge-cancel")):
             assert widget.region.height and screen.contains_region(widget.region), widget
             assert widget.region.bottom <= screen.bottom - 1  # above the footer
+
+
+async def test_a_node_deleted_while_edited_closes_its_tab_once_the_edit_is_discarded(db_path, store, nodes,
+                                                                                     focuses):
+    alpha, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        panel = await open_nodes(app, pilot, alpha, beta)
+        await pilot.press("e")
+        await settle(app, pilot)
+        await pilot.press(*" draft")
+        store.delete_node(beta)  # as another process would
+        panel.reload(())
+        await settle(app, pilot)
+        editor = app.query_one(NodeEditor)
+        assert "deleted elsewhere" in text_of(editor.query_one(".edit-error", Static))
+        assert panel.open_ids == (alpha, beta)  # the unsaved text stays on screen
+        await pilot.press("escape")
+        await settle(app, pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(app, pilot)
+        assert panel.open_ids == (alpha,)  # not a tab showing a node that is gone
+        assert any("Beta" in n and "deleted elsewhere" in n for n in notices(app))

@@ -207,6 +207,7 @@ class NodeView(Vertical):
         self._switcher: ContentSwitcher | None = None  # holds the read view and, while editing, the editor
         self._edge_targets: dict[str, tuple[int, str]] = {}  # option id -> (node id, title)
         self._shown_source: SourceDisplay | None = None
+        self._gone = False  # found deleted while being edited: the tab closes once the edit is let go
 
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -338,6 +339,7 @@ class NodeView(Vertical):
         self.loading = False
         editor = self.editor
         if editor is not None:
+            self._gone = True
             editor.show_error("This node was deleted elsewhere; saving will fail. Copy what you need, then escape.")
 
     def show(self, node: dict, edges: list[dict], source: SourceDisplay) -> None:
@@ -564,6 +566,9 @@ class NodeView(Vertical):
     async def on_node_editor_cancelled(self, message: "NodeEditor.Cancelled") -> None:
         message.stop()
         await self.stop_edit()
+        if self._gone:  # look again: still gone, the panel closes the tab and says so (else it shows it)
+            self._gone = False
+            self.load()
 
     @work(thread=True, exclusive=True, group="save", exit_on_error=False)
     def save(self, changes: dict, base: dict, force: bool = False) -> None:
