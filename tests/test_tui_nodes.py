@@ -505,3 +505,30 @@ async def test_one_node_is_counted_in_the_singular(store, db_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: titles(app) == ["First note"])
         assert status(app).startswith("1 node · ")
+
+
+async def test_escape_while_saving_does_not_offer_to_discard_the_note(store, db_path, monkeypatch):
+    """A slow save (a busy database): escape says it is saving instead of 'press esc again to
+    discard'; the note is saved, the modal then closes and the list shows the note."""
+    import threading
+
+    release = threading.Event()
+    original = Store.add_node
+
+    def slow_add_node(self, *args, **kwargs):
+        release.wait(10)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "add_node", slow_add_node)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.right_panes()
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: isinstance(app.screen, QuickCapture))
+        modal = app.screen
+        await pilot.press(*"Kept", "ctrl+s", "escape", "escape")
+        assert app.screen is modal
+        assert "Saving" in str(modal.query_one("#capture-error").render())
+        release.set()
+        await wait_until(pilot, lambda: not isinstance(app.screen, QuickCapture))
+        await wait_until(pilot, lambda: titles(app) == ["Kept"])

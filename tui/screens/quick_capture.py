@@ -137,6 +137,9 @@ class QuickCapture(ModalScreen[int | None]):
         self.show_error(message.error)
 
     def action_close(self) -> None:
+        if self._saving:  # the note is being written: closing now would call a saved note discarded
+            self.show_error("Saving… the window closes when the note is saved.")
+            return
         if self._has_text() and not self._confirm_close:
             self._confirm_close = True
             self.show_error("Unsaved note: press esc again to discard it, ctrl+s to save.")
