@@ -258,3 +258,12 @@ def test_importing_another_cairn_database_says_to_open_it_with_db(capsys, db, tm
         f"`cairn --db {tmp_path / 'copy.db'}`; nothing was imported.")
     rc, out, err = cli(capsys, "list", "--db", str(other), "--json")
     assert [n["title"] for n in json.loads(out)] == ["a note elsewhere"]
+
+
+# -- the app ---------------------------------------------------------------------------------------
+def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_pipe(capsys, tmp_path):
+    # capsys: stdout is not a terminal, as in `cairn > file` or `cairn | less` from a script
+    rc, out, err = cli(capsys, "--db", str(tmp_path / "app.db"))
+    assert rc == 1 and out == "" and "\x1b" not in err
+    assert one_sentence(err).startswith("cairn: The app needs a terminal")
+    assert not (tmp_path / "app.db").exists()

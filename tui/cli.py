@@ -953,6 +953,10 @@ def cmd_mcp(args, out: Out) -> int:
 def cmd_app(args, out: Out) -> int:
     import gc
 
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # else the app draws escape codes into a pipe and waits
+        raise CairnError("The app needs a terminal (standard input and output are not one here); in a script or "
+                         "pipe use a verb, e.g. `cairn list` (`cairn --help` lists them).")
+
     # Startup allocates long-lived objects only (modules, classes, widgets): collecting them is wasted
     # work (~25 ms of the first frame, bench/tui.py). The app (manage_gc) freezes them and turns the
     # collector back on after its first frame (CairnApp._first_frame).
