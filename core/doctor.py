@@ -28,7 +28,7 @@ class Finding:
 
 
 # Problems `cairn doctor --repair` cannot fix; each one's detail says what to do instead.
-NOT_REPAIRABLE = frozenset({"sqlite_integrity", "link_dictionary"})
+NOT_REPAIRABLE = frozenset({"sqlite_integrity", "link_dictionary", "read_only"})
 
 
 @dataclass
@@ -116,14 +116,21 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
     add(Finding("stale_vectors", len(stale), f"{len(stale)} nodes whose vectors were made from older text or another model"))
     requeue |= stale
 
+    read_only = False
     for table in ("nodes_fts", "chunks_fts"):
         ok, message = _fts_ok(store, table)
+        if not ok and "readonly" in message.lower():  # FTS5's integrity-check writes: not a mismatch
+            read_only = True
+            continue
         finding = Finding(f"{table}_integrity", 0 if ok else 1, "ok" if ok else f"{table} does not match its table: {message}")
         if not ok and repair:
             with db.transaction() as conn:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
             finding.repaired = _fts_ok(store, table)[0]
         add(finding)
+    if read_only:
+        add(Finding("read_only", 1, f"{store.path} is read-only, so the search-index checks (which write) were "
+                                    "skipped and nothing can be repaired; make the file and its folder writable"))
 
     errors = [r[0] for r in db.execute("SELECT id FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'error'")]
     add(Finding("index_errors", len(errors), f"{len(errors)} nodes failed to index" + (

@@ -267,3 +267,27 @@ def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_pipe(capsy
     assert rc == 1 and out == "" and "\x1b" not in err
     assert one_sentence(err).startswith("cairn: The app needs a terminal")
     assert not (tmp_path / "app.db").exists()
+
+
+# -- doctor ----------------------------------------------------------------------------------------
+def test_doctor_on_a_read_only_database_says_so_instead_of_reporting_a_damaged_index(db):
+    from core import doctor
+    from core.store import Store
+
+    with Store(db, readonly=True) as store:  # a read-only connection: every write is refused, as for a 444 file
+        report = doctor.check(store)
+    by_check = {f.check: f for f in report.findings}
+    assert "nodes_fts_integrity" not in by_check and "chunks_fts_integrity" not in by_check
+    assert by_check["read_only"].count == 1 and "is read-only" in by_check["read_only"].detail
+    assert not report.clean and "read_only" not in [f.check for f in report.repairable]
+
+
+def test_doctor_does_not_offer_a_repair_it_cannot_make_on_a_read_only_database(capsys, db, monkeypatch):
+    from core import doctor
+
+    real = doctor._fts_ok
+    monkeypatch.setattr(doctor, "_fts_ok", lambda store, table: (False, "attempt to write a readonly database"))
+    rc, out, err = cli(capsys, "doctor", "--db", str(db))
+    monkeypatch.setattr(doctor, "_fts_ok", real)
+    assert rc == 1 and "problem read_only:" in out and "is read-only" in out
+    assert "pending" in out and "--repair" not in out  # the node is pending, but a repair cannot write
