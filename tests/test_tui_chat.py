@@ -567,6 +567,29 @@ async def test_viewer_block_titles_fit_the_right_pane_at_120x40(notes, db_path, 
             assert re.search(f"[▶▼] {re.escape(title)}" + r"(?![\w(~,])", shown[0]), f"cut: {shown[0]!r}"
 
 
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_viewer_stats_fit_the_pane_and_wrap_under_their_values(notes, db_path, size):
+    """The Stats rows are laid out for the pane: no line is wider than the section (the Static would
+    wrap it to its left edge, under the labels); a continuation line is indented."""
+    from textual.widgets import Collapsible
+
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        viewer.query_one("#viewer-stats-section", Collapsible).collapsed = False
+        stats = viewer.query_one("#viewer-stats")
+        await wait_for(pilot, lambda: "Nodes" in plain(stats) and stats.content_region.width, what="the stats")
+        await pilot.pause()
+        lines = plain(stats).splitlines()
+        room = stats.content_region.width
+        assert all(len(line) <= room for line in lines), (room, [line for line in lines if len(line) > room])
+        labels = ("Nodes", "Edges", "Chunks", "Pending work", "Memory", "Retention", "Database", "Tokens")
+        assert all(line.startswith(labels) or line.startswith("  ") for line in lines), lines
+        assert any(line.startswith("Nodes") for line in lines) and "2 (2 notes, 0 memory, 0 other)" in plain(stats)
+
+
 async def test_help_lists_the_chat_bindings_with_ids(db_path):
     app = RecordingApp(db_path, first_run_prompt=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -89,6 +89,34 @@ def _block_body(name: str, text: str, cached: bool = False) -> Text:
     return body
 
 
+STATS_INDENT = 5  # the Stats section's text starts this far into the pane (collapsible contents + padding)
+STATS_STACKED_VALUE = 24  # narrower than this beside the labels, each value goes under its label
+
+
+def stats_text(rows: list[tuple[str, str]], width: int) -> Text:
+    """core.stats rows as label / value columns whose values wrap under themselves; in a narrow pane
+    (the 120-column layout) each label on its line and its value indented below it."""
+    import textwrap
+
+    label_width = max(len(label) for label, _ in rows)
+    stacked = width - label_width - 2 < STATS_STACKED_VALUE
+    text = Text()
+    for i, (label, value) in enumerate(rows):
+        if i:
+            text.append("\n")
+        if stacked:
+            text.append(label, style="bold")
+            for line in textwrap.wrap(printable(value), max(10, width - 2)) or [""]:
+                text.append("\n  " + line)
+        else:
+            lines = textwrap.wrap(printable(value), max(10, width - label_width - 2)) or [""]
+            text.append(f"{label:<{label_width}}  ", style="bold")
+            text.append(lines[0])
+            for line in lines[1:]:
+                text.append("\n" + " " * (label_width + 2) + line)
+    return text
+
+
 def hidden(widget) -> bool:
     """Whether the widget, or one of its ancestors, is not displayed."""
     return any(not node.display for node in widget.ancestors_with_self if hasattr(node, "display"))
@@ -109,7 +137,8 @@ class _Blocks(Message, bubble=False):
 
 @dataclass
 class _Stats(Message, bubble=False):
-    text: Text
+    rows: list  # [(label, value)] from core.stats.lines
+    error: str | None = None
 
 
 @dataclass
@@ -150,6 +179,8 @@ class ContextViewer(VerticalScroll):
         self._focus_engine = None
         self._focus_engine_key = None
         self._chat_pane = None  # the ChatPane beside this viewer (see _last_usage)
+        self._stats_rows: list[tuple[str, str]] = []
+        self._stats_error: str | None = None
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -437,18 +468,27 @@ class ContextViewer(VerticalScroll):
         try:
             with self.services.store() as store:
                 rows = stats.lines(stats.collect(store, self.services.config))
-            width = max(len(label) for label, _ in rows)
-            text = Text()
-            for i, (label, value) in enumerate(rows):
-                text.append(("\n" if i else "") + f"{label:<{width}}  ", style="bold")
-                text.append(printable(value))
         except Exception as exc:  # shown in the section, never a crash
-            text = Text(printable(f"Could not read the stats: {exc}"))
-        self.post_message(_Stats(text))
+            self.post_message(_Stats([], f"Could not read the stats: {exc}"))
+            return
+        self.post_message(_Stats(rows))
 
     @on(_Stats)
     def _stats_ready(self, message: _Stats) -> None:
-        self.query_one("#viewer-stats", Static).update(message.text)
+        self._stats_rows, self._stats_error = message.rows, message.error
+        self._show_stats()
+
+    def _show_stats(self) -> None:
+        """Lay the rows out for the pane's width now (values wrap under themselves, never at the edge)."""
+        if self._stats_error is not None:
+            self.query_one("#viewer-stats", Static).update(Text(printable(self._stats_error)))
+        elif self._stats_rows:
+            # The section's text width: the pane's, less the collapsible's indent and the Static's padding.
+            width = self.scrollable_content_region.width - STATS_INDENT
+            self.query_one("#viewer-stats", Static).update(stats_text(self._stats_rows, width))
+
+    def on_resize(self) -> None:
+        self._show_stats()
 
     @on(Collapsible.Expanded)
     def _expanded_block(self, event: Collapsible.Expanded) -> None:
