@@ -291,3 +291,10 @@ def test_doctor_does_not_offer_a_repair_it_cannot_make_on_a_read_only_database(c
     monkeypatch.setattr(doctor, "_fts_ok", real)
     assert rc == 1 and "problem read_only:" in out and "is read-only" in out
     assert "pending" in out and "--repair" not in out  # the node is pending, but a repair cannot write
+
+
+@pytest.mark.parametrize("argv", [["config", "set"], ["config", "set", "chat.provider"], ["skills", "show"],
+                                  ["skills", "edit"], ["skills", "list", "extra"]])
+def test_incomplete_commands_exit_2_like_argparse_usage_errors(capsys, argv):
+    rc, out, err = cli(capsys, *argv)
+    assert rc == 2 and out == "" and one_sentence(err).startswith("cairn: Usage: cairn "), err

@@ -536,7 +536,7 @@ def test_cli_shows_a_skill(capsys):
     assert code == 1 and out == ""
     assert err == "cairn: There is no skill 'nope'; the skills are: integrate, summarise-source, weekly-review.\n"
     code, _, err = cli(capsys, "show")
-    assert code == 1 and err == "cairn: Usage: cairn skills show NAME.\n"
+    assert code == 2 and err == "cairn: Usage: cairn skills show NAME.\n"  # a usage error, as argparse's
 
 
 def test_cli_new_writes_a_valid_template_and_refuses_to_overwrite(capsys):

@@ -908,7 +908,7 @@ def cmd_config(args, out: Out) -> int:
         raise UsageError(f"`cairn config show` takes no KEY (got {args.key!r}); to change one: cairn config set KEY VALUE.")
     if args.action == "set":
         if not args.key or args.value is None:
-            raise InvalidInput("Usage: cairn config set KEY VALUE (e.g. chat.provider anthropic).")
+            raise UsageError("Usage: cairn config set KEY VALUE (e.g. chat.provider anthropic).")
         if args.key.startswith("keys."):
             raise InvalidInput("Put API keys in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), not on a command line.")
         check_config_key(args.key)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from core.errors import CairnError, InvalidInput
+from tui.cli_checks import UsageError
 
 
 def _warn(catalog) -> None:
@@ -60,9 +61,9 @@ def cmd_skills(args, out) -> int:
 
     action = args.action
     if action != "list" and not args.name:
-        raise InvalidInput(f"Usage: cairn skills {action} NAME.")
+        raise UsageError(f"Usage: cairn skills {action} NAME.")
     if action == "list" and args.name:
-        raise InvalidInput(f"Usage: cairn skills [list] (to see one skill: cairn skills show {args.name}).")
+        raise UsageError(f"Usage: cairn skills [list] (to see one skill: cairn skills show {args.name}).")
     catalog = skills.load()
     _warn(catalog)
     folder = skills.user_dir()
