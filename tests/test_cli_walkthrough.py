@@ -298,3 +298,10 @@ def test_doctor_does_not_offer_a_repair_it_cannot_make_on_a_read_only_database(c
 def test_incomplete_commands_exit_2_like_argparse_usage_errors(capsys, argv):
     rc, out, err = cli(capsys, *argv)
     assert rc == 2 and out == "" and one_sentence(err).startswith("cairn: Usage: cairn "), err
+
+
+def test_chats_counts_one_reply_in_the_singular(capsys, db):
+    rc, out, err = cli(capsys, "ask", "Where do otters live?", "--db", str(db))  # offline: no key, no network
+    assert rc == 0, err
+    rc, out, err = cli(capsys, "chats", "--db", str(db))
+    assert rc == 0 and " · 1 reply · " in out and "1 replies" not in out, out

@@ -895,7 +895,7 @@ def cmd_chats(args, out: Out) -> int:
         for c in chats:
             u = c["usage"]
             out.text((f"[{c['id']}] ", "dim"), (c["title"] or "(untitled)", "bold"),
-                     (f"  {c['agent']} · {c['provider']}/{c['model']} · {c['replies']} replies · "
+                     (f"  {c['agent']} · {c['provider']}/{c['model']} · {c['replies']} repl{'y' if c['replies'] == 1 else 'ies'} · "
                       f"in {u['input']} (cached {u['cache_read']}) out {u['output']} · {c['updated_at'][:16]}", "dim"))
     return 0
 
