@@ -532,3 +532,21 @@ async def test_escape_while_saving_does_not_offer_to_discard_the_note(store, db_
         release.set()
         await wait_until(pilot, lambda: not isinstance(app.screen, QuickCapture))
         await wait_until(pilot, lambda: titles(app) == ["Kept"])
+
+
+async def test_no_match_while_notes_wait_for_indexing_says_so(store, db_path, indexer):
+    """A meaning query finds nothing in notes not yet embedded: the status line says how many wait,
+    and once they are indexed the same query finds them."""
+    store.add_node("Banana bread", "Flour, ripe bananas, butter, an hour in the oven.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.right_panes()
+        await wait_until(pilot, lambda: len(titles(app)) == 1)
+        app.query_one(SearchBox).value = "baking"
+        await wait_until(pilot, lambda: settled(app, "baking"))
+        assert titles(app) == [] and status(app) == "0 matches · 1 not indexed yet"
+        assert len(status(app)) <= app.query_one("#node-status").content_region.width
+        indexer.run()
+        app.query_one(NodeBrowser).reload()  # what the app does when indexing finishes
+        await wait_until(pilot, lambda: titles(app) == ["Banana bread"], timeout=20)
+        assert status(app).startswith("1 match")

@@ -458,6 +458,13 @@ class NodeBrowser(Vertical):
                 line += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
             self._status(line)
             return
+        if result.searching and not shown and totals.get("pending"):
+            # Notes waiting to be indexed cannot match by meaning yet: say so (in place of the sort).
+            line = Content("0 matches · ") + Content.styled(f"{totals['pending']:,} not indexed yet", "$warning")
+            for dim in result.dimensions:
+                line += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
+            self._status(line)
+            return
         if result.searching:
             capped = shown >= browse.MAX_HITS
             parts.append(f"{'best ' if capped else ''}{shown:,} match" + ("" if shown == 1 else "es"))
