@@ -305,3 +305,9 @@ def test_chats_counts_one_reply_in_the_singular(capsys, db):
     assert rc == 0, err
     rc, out, err = cli(capsys, "chats", "--db", str(db))
     assert rc == 0 and " · 1 reply · " in out and "1 replies" not in out, out
+
+
+def test_every_argument_of_every_verb_says_what_it_is():
+    missing = [f"{name} {a.option_strings or a.dest}" for name, p in _verbs().items() for a in p._actions
+               if a.help is None]
+    assert missing == []

@@ -1004,61 +1004,63 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("add", cmd_add, "add a note; prints its id", read=True)
     p.add_argument("text", nargs="?", help="the note's text, or - to read it from stdin")
-    p.add_argument("--title", "-t")
-    p.add_argument("--description")
-    p.add_argument("--link")
+    p.add_argument("--title", "-t", help="the title (default: the first line of the text)")
+    p.add_argument("--description", help="a one-line summary")
+    p.add_argument("--link", metavar="URL", help="where the note comes from")
     p.add_argument("--dimension", "-d", action="append", metavar="D", help="a dimension (repeatable)")
-    p.add_argument("--event-date", metavar="YYYY-MM-DD")
-    p.add_argument("--type", default="note")
+    p.add_argument("--event-date", metavar="YYYY-MM-DD", help="the date the note is about")
+    p.add_argument("--type", default="note", help="the node's type (default: note)")
 
     p = verb("show", cmd_show, "show a node with its edges", read=True)
-    p.add_argument("id", type=_id)
+    p.add_argument("id", type=_id, help="the node's id")
 
     p = verb("edit", cmd_edit, "change a node (no options: edit its text in $EDITOR)", read=True)
-    p.add_argument("id", type=_id)
-    p.add_argument("--title", "-t")
+    p.add_argument("id", type=_id, help="the node's id")
+    p.add_argument("--title", "-t", help="a new title")
     p.add_argument("--text", help="new text, or - to read it from stdin")
-    p.add_argument("--description")
-    p.add_argument("--link")
-    p.add_argument("--event-date", metavar="YYYY-MM-DD")
-    p.add_argument("--type")
+    p.add_argument("--description", help="a new one-line summary")
+    p.add_argument("--link", metavar="URL", help="a new source link")
+    p.add_argument("--event-date", metavar="YYYY-MM-DD", help="a new event date")
+    p.add_argument("--type", help="a new node type")
     p.add_argument("--dimension", "-d", action="append", metavar="D", help="replace the dimensions (repeatable)")
-    p.add_argument("--add-dimension", action="append", metavar="D")
-    p.add_argument("--remove-dimension", action="append", metavar="D")
+    p.add_argument("--add-dimension", action="append", metavar="D", help="add a dimension (repeatable)")
+    p.add_argument("--remove-dimension", action="append", metavar="D", help="remove a dimension (repeatable)")
 
     p = verb("rm", cmd_rm, "move a node and its edges to the trash", read=True)
-    p.add_argument("id", type=_id)
+    p.add_argument("id", type=_id, help="the node's id")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
     p = verb("restore", cmd_restore, "bring a node back from the trash", read=True)
-    p.add_argument("id", type=_id)
+    p.add_argument("id", type=_id, help="the node's id")
     verb("trash", cmd_trash, "list deleted nodes", read=True)
 
     p = verb("link", cmd_link, "join two nodes with an explained edge; prints its id", read=True)
-    p.add_argument("from_id", type=_id, metavar="FROM")
-    p.add_argument("to_id", type=_id, metavar="TO")
+    p.add_argument("from_id", type=_id, metavar="FROM", help="the id of the node the edge starts from")
+    p.add_argument("to_id", type=_id, metavar="TO", help="the id of the node it points to")
     p.add_argument("--explanation", "-e", required=True, help="why they connect, as a sentence")
 
     p = verb("unlink", cmd_unlink, "delete an edge", read=True)
-    p.add_argument("edge_id", type=_id, metavar="EDGE")
-    p.add_argument("--yes", "-y", action="store_true")
+    p.add_argument("edge_id", type=_id, metavar="EDGE", help="the edge's id (cairn show lists them)")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
 
     p = verb("search", cmd_search, "search notes by keyword, meaning, or both (a query starting with - goes after --)", read=True)
-    p.add_argument("query")
-    p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid")
-    p.add_argument("--limit", "-n", type=positive_int, default=10)
-    p.add_argument("--dimension", "-d")
+    p.add_argument("query", help='words (OR-ed), "a phrase", prefix*, -excluded')
+    p.add_argument("--mode", choices=["hybrid", "fts", "vector"], default="hybrid",
+                   help="hybrid: keywords and meaning (default); fts: keywords; vector: meaning")
+    p.add_argument("--limit", "-n", type=positive_int, default=10, metavar="N", help="at most N hits (default 10)")
+    p.add_argument("--dimension", "-d", metavar="D", help="only nodes with this dimension")
     p.add_argument("--node", type=_id, metavar="ID", help="search only inside this node")
 
     p = verb("hubs", cmd_hubs, "the most-connected nodes", read=True)
-    p.add_argument("--limit", "-n", type=positive_int, default=10)
+    p.add_argument("--limit", "-n", type=positive_int, default=10, metavar="N", help="at most N (default 10)")
     p = verb("list", cmd_list, "recently updated nodes", read=True)
-    p.add_argument("--limit", "-n", type=positive_int, default=20)
-    p.add_argument("--dimension", "-d")
+    p.add_argument("--limit", "-n", type=positive_int, default=20, metavar="N", help="at most N (default 20)")
+    p.add_argument("--dimension", "-d", metavar="D", help="only nodes with this dimension")
 
     verb("index", cmd_index, "chunk and embed every pending node", read=True)
     p = verb("doctor", cmd_doctor, "check the database and index; --repair fixes what it finds", read=True)
-    p.add_argument("--repair", action="store_true")
+    p.add_argument("--repair", action="store_true",
+                   help="fix what it finds (orphans, stale or missing vectors, the search index, pending nodes)")
     from tui.cli_stats import cmd_stats
 
     verb("stats", cmd_stats, "counts, pending work, memory, database size and tokens sent this week", read=True)
@@ -1072,26 +1074,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prune", action="store_true",
                    help="move nodes whose file has left the folder to the trash (default: keep them)")
     p = verb("export", cmd_export, "write every node as a markdown file (frontmatter + text + edges)", read=True)
-    p.add_argument("dir", metavar="DIR", type=path_arg)
+    p.add_argument("dir", metavar="DIR", type=path_arg, help="an empty folder, or one an earlier export wrote")
     p.add_argument("--force", action="store_true", help="write into a folder that holds other files")
     p = verb("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
              "(Ctrl-C stops)", read=True)
-    p.add_argument("path", metavar="PATH", type=path_arg)
+    p.add_argument("path", metavar="PATH", type=path_arg, help="the folder of .md notes")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
 
     def provider_options(p):
-        p.add_argument("--provider", choices=["offline", "anthropic", "openai"])
-        p.add_argument("--model")
+        p.add_argument("--provider", choices=["offline", "anthropic", "openai"],
+                       help="this time only (default: chat.provider in the config)")
+        p.add_argument("--model", help="this time only (default: chat.model, else the provider's default)")
 
     def chat_options(p):
         p.add_argument("--focus", metavar="ID,ID", help="node ids open in the Focus panel")
         p.add_argument("--primary", type=int, metavar="ID", help="the active tab (default: the first --focus id)")
-        p.add_argument("--agent", choices=["orchestrator", "easy", "worker", "planner"])
+        p.add_argument("--agent", choices=["orchestrator", "easy", "worker", "planner"],
+                       help="the agent's instructions and tools (default: chat.agent in the config)")
         provider_options(p)
         p.add_argument("--chat", type=int, metavar="ID", help="continue this chat")
 
     p = verb("context", cmd_context, "show the exact request the next message would send", read=True)
-    p.add_argument("message")
+    p.add_argument("message", help="the message it would send")
     chat_options(p)
     p = verb("ask", cmd_ask, "ask the chat a question (streams; Ctrl-C stops and keeps the partial reply)", read=True)
     p.add_argument("message", help="the message, or - to read it from stdin")
@@ -1102,16 +1106,17 @@ def build_parser() -> argparse.ArgumentParser:
                 "`cairn config set chat.base_url URL`.")
     p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")
     p = verb("config", cmd_config, "show the settings, or `config set KEY VALUE`", read=True)
-    p.add_argument("action", nargs="?", choices=["show", "set"], default="show")
-    p.add_argument("key", nargs="?")
-    p.add_argument("value", nargs="?")
+    p.add_argument("action", nargs="?", choices=["show", "set"], default="show", help="show (default) or set")
+    p.add_argument("key", nargs="?", help="set: a setting such as chat.provider or privacy.never_send")
+    p.add_argument("value", nargs="?", help="set: its value (true/false; never_send takes a,b,c)")
     p = verb("chats", cmd_chats, "list conversations", read=True)
-    p.add_argument("--limit", "-n", type=positive_int, default=30)
+    p.add_argument("--limit", "-n", type=positive_int, default=30, metavar="N", help="at most N (default 30)")
     from tui.cli_skills import cmd_skills
 
     p = verb("skills", cmd_skills, "list, show, create or edit the chat's skills (instructions the model loads on demand)",
              read=True)
-    p.add_argument("action", nargs="?", choices=["list", "show", "new", "edit"], default="list")
+    p.add_argument("action", nargs="?", choices=["list", "show", "new", "edit"], default="list",
+                   help="list (default), show, new or edit a skill")
     p.add_argument("name", nargs="?", metavar="NAME", help="a skill name: lowercase letters, digits, hyphens")
     p.add_argument("--no-edit", action="store_true", help="new: write the template without opening $EDITOR")
     p.add_argument("--description", metavar="TEXT", help="new: the skill's one-line description")
@@ -1119,7 +1124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verb("distil", cmd_distil, "propose notes from a chat (additions, updates, retirements); --accept applies",
              read=True)
-    p.add_argument("chat_id", type=_id, metavar="CHAT_ID")
+    p.add_argument("chat_id", type=_id, metavar="CHAT_ID", help="the chat's id (cairn chats lists them)")
     provider_options(p)
     p.add_argument("--accept", metavar="N,N", help="apply these proposals of the last `cairn distil CHAT_ID`")
     p.add_argument("--yes", "-y", action="store_true", help="apply without asking")
@@ -1128,7 +1133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = verb("retired", cmd_retired, "list the nodes distilled chats retired: when, by which chat, why", read=True)
     p.add_argument("--limit", "-n", type=int, metavar="N", help="at most N, most recently retired first")
     p = verb("unretire", cmd_unretire, "bring back a retired node (into retrieval and hubs again)", read=True)
-    p.add_argument("id", type=_id)
+    p.add_argument("id", type=_id, help="the node's id")
     from tui.cli_workflows import add_arguments as workflow_arguments, cmd_integrate, cmd_links
 
     p = verb("integrate", cmd_integrate, "propose explained links from a node to related ones; --accept writes them",
@@ -1142,12 +1147,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the JSON that registers this server with an MCP client, and exit")
 
     p = verb("eval", cmd_eval, "retrieval evaluation", read=True)
-    p.add_argument("suite", choices=["beir"])
-    p.add_argument("folder", metavar="DIR", type=path_arg)
+    p.add_argument("suite", choices=["beir"], help="the format of the collection")
+    p.add_argument("folder", metavar="DIR", type=path_arg, help="a folder with corpus.jsonl, queries.jsonl and qrels.tsv")
     p.add_argument("--mode", action="append", choices=["fts", "vector", "hybrid"],
                    help="repeatable; default hybrid")
-    p.add_argument("--split", choices=["test", "train"], default="test")
-    p.add_argument("--max-queries", type=int)
+    p.add_argument("--split", choices=["test", "train"], default="test", help="which qrels (default: test)")
+    p.add_argument("--max-queries", type=positive_int, metavar="N", help="evaluate only the first N queries")
     return parser
 
 

@@ -183,12 +183,13 @@ def cmd_links(args, out) -> int:
 
 def add_arguments(p, id_type, *, model: bool) -> None:
     """The options both verbs share (registered from tui.cli.build_parser)."""
-    p.add_argument("id", type=id_type, metavar="ID")
+    p.add_argument("id", type=id_type, metavar="ID", help="the node's id")
     p.add_argument("--accept", metavar="N,N", help="write these links (numbers from the list this command printed)")
     p.add_argument("--explanation", action="append", metavar='N="TEXT"',
                    help="the explanation of accepted link N (repeatable; default: its draft)")
     p.add_argument("--limit", "-n", type=positive_int, default=8 if model else 50, help="at most this many proposals")
     p.add_argument("--yes", "-y", action="store_true", help="write without asking")
     if model:
-        p.add_argument("--provider", choices=["offline", "anthropic", "openai"])
-        p.add_argument("--model")
+        p.add_argument("--provider", choices=["offline", "anthropic", "openai"],
+                       help="drafts the explanations (default: chat.provider in the config)")
+        p.add_argument("--model", help="the drafting model (default: chat.model, else the provider's default)")
