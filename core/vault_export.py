@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.errors import InvalidInput
+from core.errors import DatabaseError, InvalidInput
 from core.store import Store, node_record
 
 MARKER = ".cairn-export.json"  # the files a previous export wrote: re-exporting may replace them
@@ -95,7 +95,14 @@ def database_id(store: Store) -> str:
     value = store.meta("db_id")
     if not value:
         value = uuid.uuid4().hex
-        store.set_meta("db_id", value)
+        try:
+            store.set_meta("db_id", value)
+        except DatabaseError as exc:
+            if "read-only" not in str(exc):
+                raise
+            # Exporting only reads: a read-only database exports without an id (an import of these files
+            # then matches notes by content and path instead of cairn_id, as for any vault).
+            return ""
     return value
 
 

@@ -311,3 +311,17 @@ def test_every_argument_of_every_verb_says_what_it_is():
     missing = [f"{name} {a.option_strings or a.dest}" for name, p in _verbs().items() for a in p._actions
                if a.help is None]
     assert missing == []
+
+
+# -- export ----------------------------------------------------------------------------------------
+def test_a_read_only_database_exports_and_its_files_import_again(capsys, db, tmp_path):
+    from core.store import Store
+    from core.vault_export import export
+
+    with Store(db, readonly=True) as store:  # never exported: no db_id yet, and it cannot be written
+        report = export(store, tmp_path / "out")
+    assert report.written == 1
+    text = (tmp_path / "out" / "A note about otters.md").read_text(encoding="utf-8")
+    assert "cairn_id: 1" in text and "A note about otters" in text
+    rc, out, err = cli(capsys, "import", str(tmp_path / "out"), "--no-index", "--db", str(tmp_path / "again.db"))
+    assert rc == 0 and "1 created" in out, (out, err)
