@@ -78,6 +78,53 @@ async def test_a_large_terminal_shows_all_three_panes_filling_the_width(store, d
         assert not app.screen.has_class("narrow")
 
 
+async def test_help_fits_its_columns_at_80x24_and_names_panes_as_the_user_knows_them(store, db_path):
+    from textual.widgets import DataTable
+
+    from tui.screens.help import HelpScreen
+    from tui.widgets.focus_panel import FocusPanel
+
+    node = store.add_node("Help me", "A line of text.")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one(FocusPanel).open_node(node)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.query_one(FocusPanel).active_view is not None and app.focused is app.query_one(FocusPanel).strip:
+                break
+        await pilot.press("f1")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, HelpScreen):
+                break
+        table = app.screen.query_one(DataTable)
+        await pilot.pause()
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert {r[0] for r in rows} == {"Focus", "everywhere"}  # not FocusPanel#focus
+        assert table.virtual_size.width <= table.scrollable_content_region.width  # the Id column is whole
+
+
+async def test_help_and_confirm_dialogs_show_their_own_keys_in_the_footer(store, db_path):
+    from tui.screens.confirm import ConfirmScreen
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    footer = lambda: [(k.key, k.description) for k in app.screen.query("FooterKey")]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.push_screen(ConfirmScreen("Delete it?"))
+        await pilot.pause()
+        await pilot.pause()
+        assert footer() == [("y", "Yes"), ("n", "No")]  # not ^n Capture, / Search: they do nothing here
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("f1")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if footer() == [("escape", "Close")]:
+                break
+        assert footer() == [("escape", "Close")]
+
+
 async def test_notifications_show_top_right_clear_of_the_chat_input(store, db_path):
     from textual.widgets._toast import Toast
 

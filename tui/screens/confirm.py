@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 from core.safe_text import printable
 
@@ -63,6 +63,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(id="confirm-buttons"):
                 yield Button(Text(self.yes_label), id="confirm-yes", variant="warning")
                 yield Button(Text(self.no_label), id="confirm-no")
+        yield Footer()  # its own keys (y Yes, n No), not the main screen's, which do nothing here
 
     def on_mount(self) -> None:
         self.query_one("#confirm-yes" if self.default else "#confirm-no", Button).focus()

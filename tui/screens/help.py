@@ -7,13 +7,15 @@ description and its id — the name to use in the config file's [keymap] table t
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingsMap
 from textual.containers import Vertical
 from textual.keys import KEY_DISPLAY_ALIASES, format_key
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Footer, Static
 
 from core.safe_text import printable
 
@@ -37,9 +39,12 @@ def _pane(node) -> str:
 
 
 def _where(node) -> str:
-    if node.id:
-        return f"{type(node).__name__}#{node.id}"
-    return type(node).__name__
+    """Where a binding acts, as the user knows it: a pane ("Focus") or a widget ("chat input"), short
+    enough that the table's Id column fits at 80 columns."""
+    name = getattr(node, "PANE_NAME", None)
+    if name:
+        return name.removeprefix("the ").removesuffix(" pane")
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", type(node).__name__).lower()  # ChatInput -> "chat input"
 
 
 def binding_rows(focused, app) -> list[tuple[str, str, str, str]]:
@@ -103,6 +108,7 @@ class HelpScreen(ModalScreen):
             yield Static(Text(printable(
                 f"Remap any key by its id in the [keymap] table of {where}, "
                 'e.g. send_message = "ctrl+s". escape closes.')), classes="help-note")
+        yield Footer()  # its own key (esc Close), not the main screen's, which do nothing here
 
     def on_mount(self) -> None:
         table = self.query_one("#help-table", DataTable)
