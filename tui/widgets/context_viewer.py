@@ -520,7 +520,10 @@ class ContextViewer(VerticalScroll):
             host = parsed.hostname or "?"
             port = f":{parsed.port}" if parsed.port else ""
             text.append(printable(f" · server: {host}{port}"))
-        self.query_one("#viewer-key", Static).update(text)
+        # Not query_one: when the app closes while this pane is still mounting (just after start), its
+        # children are already gone, and there is nothing to show the status in.
+        for widget in self.query("#viewer-key").results(Static):
+            widget.update(text)
 
     def _settings_changed(self) -> None:
         from tui.widgets.chat_pane import ChatPane
