@@ -309,3 +309,33 @@ async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tm
             if notice():
                 break
         assert notice() and "does not exist" in notice()[0]
+
+
+async def test_the_getting_started_graph_can_be_loaded_later_from_the_palette(store, db_path):
+    from core import getting_started
+    from tui.commands import pane_commands
+    from tui.widgets.focus_panel import FocusPanel
+
+    store.add_node("My own note", "Written before the guide.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    notices = lambda: [n.message for n in app._notifications]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        command = next(c for c in pane_commands(app) if c.title == "Help: load the Getting started graph")
+        command.callback()
+        panel = app.query_one(FocusPanel)
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if panel.active_view is not None and panel.active_view.node is not None:
+                break
+        assert panel.active_view.node["title"] == "Welcome to Cairn"
+        assert any(n.startswith("Getting started loaded:") for n in notices())
+        count = store.counts()["nodes"]
+        assert count == 1 + len(getting_started.NODES)
+        command.callback()  # again: nothing doubled, and it says so
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if "The Getting started graph is already here." in notices():
+                break
+        assert "The Getting started graph is already here." in notices()
+        assert store.counts()["nodes"] == count

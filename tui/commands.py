@@ -59,6 +59,10 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
 
     yield from skill_commands(app)  # "Skills: <name>" starts a chat message that uses the skill
     yield SystemCommand("Help: keys for the focused pane", "Every binding with its id (f1)", app.action_help)
+    from tui.guide import load_guide
+
+    yield SystemCommand("Help: load the Getting started graph", "A dozen linked notes that explain Cairn",
+                        lambda: load_guide(app))
 
 
 def _link_suggestions(app: "CairnApp", node_id: int, title: str):
