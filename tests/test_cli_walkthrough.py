@@ -325,3 +325,26 @@ def test_a_read_only_database_exports_and_its_files_import_again(capsys, db, tmp
     assert "cairn_id: 1" in text and "A note about otters" in text
     rc, out, err = cli(capsys, "import", str(tmp_path / "out"), "--no-index", "--db", str(tmp_path / "again.db"))
     assert rc == 0 and "1 created" in out, (out, err)
+
+
+# -- confirmations ---------------------------------------------------------------------------------
+class _TerminalAtEOF(__import__("io").StringIO):
+    """A terminal on which the user pressed Ctrl-D: input() raises EOFError."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("argv", [["rm", "1"], ["unlink", "1"]])
+def test_ctrl_d_at_a_confirmation_cancels_and_changes_nothing(capsys, db, monkeypatch, argv):
+    import sys
+
+    rc, out, err = cli(capsys, "add", "Rivers", "--db", str(db))
+    rc, out, err = cli(capsys, "link", "1", "2", "-e", "otters live in rivers", "--db", str(db))
+    assert rc == 0, err
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stdin", _TerminalAtEOF(""))
+        rc, out, err = cli(capsys, *argv, "--db", str(db))
+    assert rc == 1 and one_sentence(err) == "cairn: Cancelled; nothing was changed.", err
+    rc, out, err = cli(capsys, "show", "1", "--db", str(db), "--json")
+    assert [e["explanation"] for e in json.loads(out)["edges"]] == ["otters live in rivers"]

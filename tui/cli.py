@@ -117,7 +117,11 @@ def _confirm(args, question: str) -> None:
         return
     if not sys.stdin.isatty():
         raise CairnError(f"{question} Pass --yes to confirm when not at a terminal.")
-    answer = input(f"{question} [y/N] ").strip().lower()
+    try:
+        answer = input(f"{question} [y/N] ").strip().lower()
+    except EOFError:  # Ctrl-D at the prompt: a no, not an "unexpected error"
+        print(file=sys.stderr)
+        answer = ""
     if answer not in ("y", "yes"):
         raise CairnError("Cancelled; nothing was changed.")
 
@@ -799,7 +803,10 @@ def cmd_ask(args, out: Out) -> int:
             return True
         if not sys.stdin.isatty():
             return False
-        answer = input(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]} [y/N] ")
+        try:
+            answer = input(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]} [y/N] ")
+        except EOFError:  # Ctrl-D: a no
+            return False
         return answer.strip().lower() in ("y", "yes")
 
     with _store(args) as store:
