@@ -348,3 +348,10 @@ def test_ctrl_d_at_a_confirmation_cancels_and_changes_nothing(capsys, db, monkey
     assert rc == 1 and one_sentence(err) == "cairn: Cancelled; nothing was changed.", err
     rc, out, err = cli(capsys, "show", "1", "--db", str(db), "--json")
     assert [e["explanation"] for e in json.loads(out)["edges"]] == ["otters live in rivers"]
+
+
+def test_backup_into_a_new_folder_named_with_a_trailing_slash(capsys, db, tmp_path):
+    rc, out, err = cli(capsys, "backup", f"{tmp_path / 'new'}/", "--db", str(db), "--json")
+    assert rc == 0, err
+    copy = Path(json.loads(out)["backup"])
+    assert copy.parent == tmp_path / "new" and copy.name.startswith("walk-backup-") and copy.is_file()

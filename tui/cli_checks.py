@@ -9,6 +9,7 @@ live database, and `cairn config set chats.provider x` (a typo) was "Set" in a t
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from core.errors import InvalidInput
@@ -43,7 +44,7 @@ def backup_target(arg: str | None, database: Path, default_name: str) -> Path:
         target = database.with_name(default_name)
     else:
         target = Path(arg).expanduser()
-        if target.is_dir():
+        if target.is_dir() or arg.endswith(("/", os.sep)):  # `backups/` is a folder even before it exists
             target = target / default_name
     if target.resolve() == database.resolve():
         raise InvalidInput(f"{target} is the database itself; give another file name for the backup.")
