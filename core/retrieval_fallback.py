@@ -9,7 +9,11 @@ Two conditions switch the context engine (core.context) to this fallback, and it
   all nodes. Pending nodes have no chunks or vectors yet, so meaning search cannot see them; with a
   fifth of the graph unseen, keywords over every node beat meaning over the rest. Below 50 pending
   the running app indexes them within seconds (~128 sentences/s on 2 cores), so a fresh capture
-  never flips retrieval into keyword mode.
+  never flips retrieval into keyword mode;
+- most of the graph pending, whatever its size: more than MOST_SHARE of all nodes. A small graph just
+  loaded or imported (the 14-note Getting started guide, before its first indexing pass) has too few
+  vectors for meaning search to find anything, while keywords see every node. A single fresh capture
+  in a graph of a few notes never crosses half.
 
 Keyword passages have no calibrated absolute score (BM25 is unbounded), so the cosine floor cannot
 apply: a keyword hit is kept when its BM25 is at least KEYWORD_RELATIVE of the best one's, at most
@@ -28,6 +32,7 @@ from core.errors import EmbedderError
 
 BACKLOG_MIN_PENDING = 50
 BACKLOG_SHARE = 0.20
+MOST_SHARE = 0.5
 KEYWORD_RELATIVE = 0.5
 KEYWORD_PASSAGES = 4
 RECENT_NODES = 2
@@ -52,14 +57,23 @@ def _pending(store) -> int:
 
 
 def backlog_is_large(pending: int, total: int) -> bool:
-    return pending >= BACKLOG_MIN_PENDING and pending > BACKLOG_SHARE * total
+    return (pending >= BACKLOG_MIN_PENDING and pending > BACKLOG_SHARE * total) or pending > MOST_SHARE * total
+
+
+def _most_pending(store, pending: int) -> bool:
+    """Whether more than half the nodes are pending, counting at most 2 x pending rows (a large graph
+    with a few pending notes costs a few rows, not a scan)."""
+    limit = int(pending / MOST_SHARE)
+    seen = store.db.execute("SELECT COUNT(*) FROM (SELECT 1 FROM nodes LIMIT ?)", (limit,)).fetchone()[0]
+    return seen < limit
 
 
 def reason(store, searcher, message: str) -> str | None:
     """Why retrieval for `message` must fall back to keywords, or None when meaning search is fine.
     Embeds the message (the searcher caches the vector, so the search that follows reuses it)."""
     # Counting every node scans an index (~5 ms at 100k nodes), so only with enough pending to matter.
-    if _pending(store) >= BACKLOG_MIN_PENDING:
+    first = _pending(store)
+    if first >= BACKLOG_MIN_PENDING or (first and _most_pending(store, first)):
         pending, total = backlog(store)
         if backlog_is_large(pending, total):
             return (f"Retrieval: keyword search only — {pending:,} of {total:,} nodes are waiting to be indexed "

@@ -120,7 +120,7 @@ def test_a_large_backlog_falls_back_and_a_small_one_does_not(store, indexed_grap
                                   "to be indexed (run `cairn index`, or leave the app open); passages are keyword "
                                   "matches plus the most recent notes.")
     assert len(passages) == retrieval_fallback.KEYWORD_PASSAGES + retrieval_fallback.RECENT_NODES
-    assert not retrieval_fallback.backlog_is_large(49, 50)  # under the minimum count
+    assert not retrieval_fallback.backlog_is_large(49, 100)  # under the minimum count, and not most
     assert not retrieval_fallback.backlog_is_large(200, 1000)  # 20 % is not more than 20 %
     assert retrieval_fallback.backlog_is_large(201, 1000)
 
