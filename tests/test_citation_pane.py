@@ -223,7 +223,8 @@ async def test_escape_during_the_check_skips_it_keeps_the_reply_and_says_so(db_p
         await wait_for(pilot, lambda: "Skip check" in footer(), what="the footer's escape to say what it does now")
         assert "Stop reply" not in footer()
         await pilot.press("escape")
-        await wait_for(pilot, lambda: status(app).startswith("skipping the citation check"), what="skipping")
+        # "skipping the citation check…" shows until the request ends, which no longer waits for the
+        # slow judge (core/providers/interrupt.py): it may be gone by the next look
         await wait_for(pilot, lambda: metas(app), what="the turn to end")
         await settle(app, pilot)
         assert check_lines(app) == [f"· {SKIPPED}"] and SKIPPED.startswith("citation check skipped")

@@ -19,6 +19,7 @@ import json
 import threading
 from typing import Iterator
 
+from core.providers import interrupt
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
@@ -87,17 +88,22 @@ class AnthropicProvider(SDKProvider):
     # -- streaming ---------------------------------------------------------------------------------
     def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = self.body(turn)
-        try:
-            stream = self.client.messages.create(**body, stream=True)
+        usage = Usage()
+        try:  # interrupt: a stop does not wait for a silent server (headers, or the next chunk)
+            stream = interrupt.call(lambda: self.client.messages.create(**body, stream=True), cancel)
+        except interrupt.Interrupted:
+            yield StreamEvent("usage", usage=usage)
+            yield StreamEvent("stop", stop_reason="cancelled")
+            return
         except Exception as exc:  # every SDK / transport failure becomes one clear sentence
             yield StreamEvent("error", error=self._error(exc))
             return
-        usage = Usage()
         blocks: dict[int, dict] = {}
         stop_reason = ""
         finished = False
+        events = interrupt.read(stream, cancel)
         try:
-            for event in stream:
+            for event in events:
                 kind = event.type
                 if kind == "message_start":  # read even when stopping: the prompt was counted
                     u = event.message.usage
@@ -106,7 +112,7 @@ class AnthropicProvider(SDKProvider):
                     usage.input = (u.input_tokens or 0) + usage.cache_write + usage.cache_read
                     usage.output = u.output_tokens or 0
                 if cancel is not None and cancel.is_set():
-                    stream.close()
+                    events.close()  # the reader closes the stream
                     yield StreamEvent("usage", usage=usage)
                     yield StreamEvent("stop", stop_reason="cancelled")
                     return
@@ -128,6 +134,10 @@ class AnthropicProvider(SDKProvider):
                         usage.output = event.usage.output_tokens
                 elif kind == "message_stop":
                     finished = True
+        except interrupt.Interrupted:  # stopped while the server was silent
+            yield StreamEvent("usage", usage=usage)
+            yield StreamEvent("stop", stop_reason="cancelled")
+            return
         except Exception as exc:
             yield StreamEvent("usage", usage=usage)
             yield StreamEvent("error", error=self._error(exc, mid_stream=True))

@@ -12,6 +12,7 @@ import json
 import threading
 from typing import Iterator
 
+from core.providers import interrupt
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
@@ -69,8 +70,13 @@ class OpenAIProvider(SDKProvider):
 
     def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = self.body(turn)
-        try:
-            stream = self._create(body)
+        usage = Usage()
+        stopped = (StreamEvent("usage", usage=usage), StreamEvent("stop", stop_reason="cancelled"))
+        try:  # interrupt: a stop does not wait for a silent server (headers, or the next chunk)
+            stream = interrupt.call(lambda: self._create(body), cancel)
+        except interrupt.Interrupted:
+            yield from stopped
+            return
         except Exception as exc:
             err = self._error(exc)
             if err.kind == "bad_request" and "tool" in str(err).lower() and "tools" in body:
@@ -78,22 +84,24 @@ class OpenAIProvider(SDKProvider):
                 self.supports_tools = False
                 body.pop("tools")
                 try:
-                    stream = self._create(body)
+                    stream = interrupt.call(lambda: self._create(body), cancel)
+                except interrupt.Interrupted:
+                    yield from stopped
+                    return
                 except Exception as exc2:
                     yield StreamEvent("error", error=self._error(exc2))
                     return
             else:
                 yield StreamEvent("error", error=err)
                 return
-        usage = Usage()
         calls: dict[int, dict] = {}
         finish = ""
+        chunks = interrupt.read(stream, cancel)
         try:
-            for chunk in stream:
+            for chunk in chunks:
                 if cancel is not None and cancel.is_set():
-                    stream.close()
-                    yield StreamEvent("usage", usage=usage)
-                    yield StreamEvent("stop", stop_reason="cancelled")
+                    chunks.close()  # the reader closes the stream
+                    yield from stopped
                     return
                 if chunk.usage is not None:
                     usage.input = chunk.usage.prompt_tokens or 0
@@ -115,6 +123,9 @@ class OpenAIProvider(SDKProvider):
                         slot["json"] += tc.function.arguments or ""
                 if choice.finish_reason:
                     finish = choice.finish_reason
+        except interrupt.Interrupted:  # stopped while the server was silent
+            yield from stopped
+            return
         except Exception as exc:
             yield StreamEvent("usage", usage=usage)
             yield StreamEvent("error", error=self._error(exc, mid_stream=True))
