@@ -29,9 +29,9 @@ from core.search import Searcher  # noqa: E402
 from core.store import Store  # noqa: E402
 
 
-def figures(on, off, texts_on, texts_off, rescue: bool) -> dict:
+def figures(store, on, off, texts_on, texts_off, rescue: bool) -> dict:
     def kept(rows, text):
-        pairs = context_module.cut([(c, h) for c, _, h in rows], message=text if rescue else None)
+        pairs = context_module.cut([(c, h) for c, _, h in rows], message=text if rescue else None, store=store)
         ids = {id(h) for _, h in pairs}
         return [r for r in rows if id(r[2]) in ids]
 
@@ -48,14 +48,14 @@ def figures(on, off, texts_on, texts_off, rescue: bool) -> dict:
     }
 
 
-def rescues(on, texts_on) -> dict:
+def rescues(store, on, texts_on) -> dict:
     """Queries where the rescue added a passage, and how many of those passages were relevant."""
     added = relevant = 0
     for rows, text in zip(on, texts_on):
         scored = [(c, h) for c, _, h in rows]
         before = {id(h) for _, h in context_module.cut(scored)}
         for c, rel, h in rows:
-            if id(h) not in before and id(h) in {id(x) for _, x in context_module.cut(scored, message=text)}:
+            if id(h) not in before and id(h) in {id(x) for _, x in context_module.cut(scored, message=text, store=store)}:
                 added += 1
                 relevant += bool(rel)
     return {"passages_added": added, "added_relevant": relevant}
@@ -74,11 +74,12 @@ def main() -> int:
         searcher = Searcher(store, embedder, mirror=True)
         log(f"collecting candidates for {len(queries)} {args.split} queries and the off-topic questions")
         on, off = junk_hits(store, searcher, queries, qrels)
-    texts_on, texts_off = list(queries.values()), offtopic_queries()
-    out = {"split": args.split, "min_cosine": lexical_rescue.MIN_COSINE,
-           "without": figures(on, off, texts_on, texts_off, rescue=False),
-           "with": figures(on, off, texts_on, texts_off, rescue=True),
-           **rescues(on, texts_on)}
+        texts_on, texts_off = list(queries.values()), offtopic_queries()
+        out = {"split": args.split, "min_cosine": lexical_rescue.MIN_COSINE, "rare_docs": lexical_rescue.RARE_DOCS,
+               "rare_share": lexical_rescue.RARE_SHARE,
+               "without": figures(store, on, off, texts_on, texts_off, rescue=False),
+               "with": figures(store, on, off, texts_on, texts_off, rescue=True),
+               **rescues(store, on, texts_on)}
     print(json.dumps(out))
     return 0
 

@@ -50,18 +50,20 @@ HUBS = 10
 
 
 def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relative: float | None = None,
-        max_passages: int | None = None, message: str | None = None) -> list[tuple[float, dict]]:
+        max_passages: int | None = None, message: str | None = None, store: Store | None = None,
+        ) -> list[tuple[float, dict]]:
     """Junk control over (cosine, search hit) pairs in ranking order: keep those whose cosine is at
     least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most.
     The best is the best unboosted score (core.memory's boost never raises the bar for other hits).
-    With the `message`, one strong keyword match may pass under the floor (core.lexical_rescue)."""
+    With the `message`, one strong keyword match (its term rare in `store`) may pass under the floor
+    (core.lexical_rescue)."""
     min_cosine = MIN_COSINE if min_cosine is None else min_cosine
     relative = RELATIVE_CUTOFF if relative is None else relative
     max_passages = MAX_PASSAGES if max_passages is None else max_passages
     if not scored:
         return []
     best = max((h["score"] or 0.0) / h.get("boost", 1.0) for _, h in scored)
-    rescued = lexical_rescue.rescued(message, scored, relative * best) if message else None
+    rescued = lexical_rescue.rescued(message, scored, relative * best, store) if message else None
     return [(c, h) for i, (c, h) in enumerate(scored)
             if (c >= min_cosine or i == rescued) and (h["score"] or 0.0) >= relative * best][:max_passages]
 
@@ -276,7 +278,7 @@ class ContextEngine:
         passages and the most recent notes when meaning search is unavailable (see `retrieval_note`).
         `now` is the clock the memory boost's recency is measured on (the chat's, via suffix)."""
         scored = self.scored_hits(message, now)
-        kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored, message=message)
+        kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored, message=message, store=self.store)
         return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
                         None if c is None else round(c, 4), h.get("fallback", "search"))
                 for i, (c, h) in enumerate(kept)]

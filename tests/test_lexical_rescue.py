@@ -140,3 +140,16 @@ def test_cairn_context_says_so_for_a_small_unindexed_graph(cairn_cmd, cli_env):
                        timeout=120, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["retrieval_note"].startswith("Retrieval: keyword search only — 14 of 14 nodes")
+
+
+def test_a_common_title_word_is_not_evidence(store):
+    """With the store, the title's term must be rare: in at most RARE_DOCS notes (or RARE_SHARE)."""
+    for i in range(lexical_rescue.RARE_DOCS):
+        store.add_node(f"Long walk {i}", "Notes from a long walk.")
+    raptor = store.add_node("Raptor long binding", "Raptor binds mTOR.")
+    top = hit("Raptor long binding", 0.9, 3.0) | {"id": raptor["id"]}
+    scored = [(0.5, hit("Other", 1.0, 1.0)), (0.3, top)]
+    assert lexical_rescue.is_rare(store, ("raptor",)) and not lexical_rescue.is_rare(store, ("long",))
+    assert lexical_rescue.rescued("how long is it?", scored, 0.8, store) is None  # 9 notes say "long"
+    assert lexical_rescue.rescued("how long is it?", scored, 0.8) == 1  # without the store: any term
+    assert lexical_rescue.rescued("what does raptor bind?", scored, 0.8, store) == 1
