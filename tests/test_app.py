@@ -2,6 +2,18 @@
 
 from textual import work
 from tui.app import CairnApp
+from tui_support import wait_for
+
+
+def listed(app) -> set[str]:
+    """The titles the node list shows now."""
+    from tui.widgets.node_browser import NodeList
+
+    return {str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options}
+
+
+async def until_listed(pilot, app, *titles: str) -> None:
+    await wait_for(pilot, lambda: set(titles) <= listed(app), what=f"{', '.join(titles)} in the node list")
 
 
 async def test_app_starts_with_three_panes(store, db_path):
@@ -193,26 +205,16 @@ async def test_command_palette_offers_pane_actions_that_run(store, db_path):
 async def test_the_app_keeps_the_vault_watch_folder_in_sync(store, db_path, tmp_path):
     from core.config import Config
     from tui.services import Services
-    from tui.widgets.node_browser import NodeList
 
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Garden.md").write_text("# Garden\n\nTomatoes need sun. See [[Compost]].\n", encoding="utf-8")
     (vault / "Compost.md").write_text("# Compost\n\nBrown and green layers.\n", encoding="utf-8")
     app = CairnApp(db_path, services=Services(db_path, config=Config(vault_watch=str(vault))), first_run_prompt=False)
-    listed = lambda: [str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options]
     async with app.run_test(size=(160, 48)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if {"Garden", "Compost"} <= set(listed()):
-                break
-        assert {"Garden", "Compost"} <= set(listed())  # the initial import reached the list
+        await until_listed(pilot, app, "Garden", "Compost")  # the initial import reached the list
         (vault / "Seeds.md").write_text("# Seeds\n\nSave them dry.\n", encoding="utf-8")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "Seeds" in listed():
-                break
-        assert "Seeds" in listed()  # a file saved while the app runs shows up
+        await until_listed(pilot, app, "Seeds")  # a file saved while the app runs shows up
     assert app._vault_watcher is not None and not app._vault_watcher.running  # stopped on exit
 
 
@@ -221,7 +223,6 @@ async def test_the_vault_watchers_first_import_reaches_the_list_on_its_own(store
     first reading (CI saw it): then only the folder watcher's own notice brings its notes to the list."""
     from core.config import Config
     from tui.services import Services
-    from tui.widgets.node_browser import NodeList
 
     async def idle(self) -> None:
         return None
@@ -233,20 +234,14 @@ async def test_the_vault_watchers_first_import_reaches_the_list_on_its_own(store
     vault.mkdir()
     (vault / "Garden.md").write_text("# Garden\n\nTomatoes need sun.\n", encoding="utf-8")
     app = CairnApp(db_path, services=Services(db_path, config=Config(vault_watch=str(vault))), first_run_prompt=False)
-    listed = lambda: [str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options]
     async with app.run_test(size=(160, 48)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "Garden" in listed():
-                break
-        assert "Garden" in listed()
+        await until_listed(pilot, app, "Garden")
 
 
 async def test_a_note_written_while_the_list_first_loads_reaches_it(store, db_path, monkeypatch):
     """Another process commits after the node list's first read and before the database watcher's
     first reading: the watcher compares that reading with the version the app saw at open."""
     from core.store import Store
-    from tui.widgets.node_browser import NodeList
 
     read_versions = CairnApp._read_versions
 
@@ -259,13 +254,8 @@ async def test_a_note_written_while_the_list_first_loads_reaches_it(store, db_pa
 
     monkeypatch.setattr(CairnApp, "_read_versions", write_then_read)
     app = CairnApp(db_path, first_run_prompt=False)
-    listed = lambda: [str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options]
     async with app.run_test(size=(160, 48)) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "Written meanwhile" in listed():
-                break
-        assert "Written meanwhile" in listed()
+        await until_listed(pilot, app, "Written meanwhile")
 
 
 async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store, db_path, monkeypatch):
@@ -274,7 +264,6 @@ async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store,
     import watchfiles
 
     from core.store import Store
-    from tui.widgets.node_browser import NodeList
 
     awatch = watchfiles.awatch
 
@@ -284,16 +273,11 @@ async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store,
 
     monkeypatch.setattr(watchfiles, "awatch", deaf_awatch)
     app = CairnApp(db_path, first_run_prompt=False)
-    listed = lambda: [str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options]
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause(0.3)
         with Store(db_path) as other:
             other.add_node("Event lost", "by another process")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if "Event lost" in listed():
-                break
-        assert "Event lost" in listed()
+        await until_listed(pilot, app, "Event lost")
 
 
 async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tmp_path):
