@@ -37,6 +37,15 @@ def edge_count(store) -> int:
     return store.db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
 
 
+async def edit(app, pilot, node_id: int) -> MentionHint:
+    """Open the node in a Focus tab and press e: the editor's mention line."""
+    app.query_one(FocusPanel).open_node(node_id)
+    await settle(app, pilot)
+    await pilot.press("e")
+    await settle(app, pilot)
+    return app.query_one(MentionHint)
+
+
 def test_describe_names_three_and_counts_the_rest():
     assert describe([]) == ""
     assert describe(["Compost"]) == "Mentions “Compost” — save, then L to link it"
@@ -56,11 +65,7 @@ async def test_the_focus_editor_names_mentions_while_typing_and_writes_nothing(d
     app = CairnApp(db_path, first_run_prompt=False)
     before = edge_count(store)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.query_one(FocusPanel).open_node(notes["Espresso ratio"])
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        hint = app.query_one(MentionHint)
+        hint = await edit(app, pilot, notes["Espresso ratio"])
         assert not hint.display  # nothing mentioned yet
         app.query_one("#edit-source").focus()
         await pilot.press("end", "ctrl+end", *" Soft water chemistry and the reading list matter.")
@@ -91,11 +96,7 @@ async def test_quick_capture_names_mentions_of_an_unsaved_note(db_path, store, n
 async def test_a_deleted_note_while_editing_says_the_mentions_were_not_checked(db_path, store, notes):
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        app.query_one(FocusPanel).open_node(notes["Reading list"])
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        hint = app.query_one(MentionHint)
+        hint = await edit(app, pilot, notes["Reading list"])
         store.delete_node(notes["Reading list"])
         app.query_one("#edit-source").focus()
         await pilot.press(*" water chemistry")
