@@ -1002,18 +1002,21 @@ class VaultSync:
             report.changed.append(note.rel)
             report.added.append(note.rel)
         else:
-            before = node["updated_at"]
+            before = node
             node = self.store.update_node(node["id"], **self._changes(node, note))
+            # Whether the store wrote anything, told by the values: a moved updated_at missed a write in
+            # the same tick of the clock as the node's last one (its millisecond stamp did not move).
+            wrote = any(node.get(k) != v for k, v in before.items() if k != "updated_at")
             if how == "restored":
                 report.restored += 1
                 self._restored.add(node["id"])
             elif how == "moved":
                 pass  # counted in renamed
-            elif node["updated_at"] != before:
+            elif wrote:
                 report.updated += 1
             else:
                 report.unchanged += 1
-            if how or node["updated_at"] != before:
+            if how or wrote:
                 report.changed.append(note.rel)
         self.notes[note.rel] = NoteState(node["id"], note.rel, note.sha, note.title, note.aliases, note.size,
                                          note.mtime_ns, note.links)

@@ -244,6 +244,22 @@ def test_changed_file_updated_and_importer_edges_reconciled_but_user_edges_kept(
     assert ("B", "A", "B answers A") in edge_set(store)
 
 
+def test_a_change_in_the_same_clock_tick_as_the_last_write_counts_as_updated(store, tmp_path, monkeypatch):
+    # The report told "updated" from a moved updated_at; a file changed within the millisecond of the
+    # node's last write (or under a coarse clock) was counted unchanged although its text was written.
+    import core.clock
+
+    monkeypatch.setattr(core.clock, "now", lambda: "2026-01-01T00:00:00.000Z")
+    v = tmp_path / "v"
+    write(v, "a.md", "# A\nfirst")
+    write(v, "b.md", "# B")
+    import_vault(store, v)
+    write(v, "a.md", "# A\nsecond")
+    report = import_vault(store, v)
+    assert report.updated == 1 and report.unchanged == 1 and report.changed == ["a.md"]
+    assert by_title(store)["A"]["source"] == "# A\nsecond"
+
+
 def test_edited_explanation_is_not_overwritten(store, tmp_path):
     v = tmp_path / "v"
     write(v, "a.md", "[[b]]")
