@@ -59,6 +59,10 @@ MAX_EXPLANATION = 300
 MAX_FRONTMATTER_ITEMS = 10_000  # YAML values; more (e.g. an alias bomb) and the frontmatter is refused
 EDGE_SOURCE = "vault"
 RESCAN_MAX_PATHS = 200  # more changed paths than this in one batch: scan the whole folder instead
+# A file whose mtime is this close to the sync (or after it) may be written again within the same mtime
+# tick (Linux stamps files with a coarse clock; FAT keeps 2 s) with the same size: its stat looks
+# unchanged then. Such a file is read again on the next sync instead of trusting its stat ("racily clean").
+RACY_MTIME_NS = 2_000_000_000
 # What Obsidian treats as attachments (not notes) when a link names them.
 ATTACHMENT_EXTS = frozenset(
     "png jpg jpeg gif bmp svg webp avif heic heif tif tiff ico mp3 wav m4a ogg oga flac 3gp webm mp4 m4v mov mkv "
@@ -776,6 +780,7 @@ class VaultSync:
         that changed, and of the notes whose links are looked up by a name that now leads elsewhere
         (see _refresh_links). The first sync of a VaultSync (so every `cairn import`) checks them all."""
         started = time.monotonic()
+        racy_after = time.time_ns() - RACY_MTIME_NS  # a file changed after this: its stat is not trusted
         report = SyncReport(folder=self.root_key)
         if not self.root.is_dir():
             raise InvalidInput(f"The folder {self.root} is gone; nothing was changed.")
@@ -859,6 +864,10 @@ class VaultSync:
                         conn.execute("ROLLBACK TO vault_file")
                         conn.execute("RELEASE vault_file")
                         report.skipped.append((note.rel, str(exc)))
+                    state = self.notes.get(note.rel)
+                    if note.mtime_ns >= racy_after and state is not None:
+                        state.size = None  # maybe rewritten in the same mtime tick: read it next time
+                        self._reread.add(note.rel)
                     for warning in note.warnings:
                         report.warnings.append((note.rel, warning))
                     done += 1
