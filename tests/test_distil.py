@@ -610,15 +610,21 @@ async def test_review_screen_applies_only_the_accepted_proposals(store, conversa
         labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert labels[0].startswith("Additions") and labels[2].startswith("Updates") and labels[4].startswith("Retire")
         assert f"from message {c['users'][1]}: “We dropped the pizza oven." in labels[1]
-        detail = plain(screen.query_one("#distil-detail"))
-        assert "New node: Cold smoker" in detail
+        # The detail follows the highlight (a message after the list is filled), and a key press returns
+        # once the app looks idle, which under CPU load can be before the key was handled: wait for
+        # each state before looking at it.
+        detail = lambda: plain(screen.query_one("#distil-detail"))  # noqa: E731
+        await wait_for(pilot, lambda: "New node: Cold smoker" in detail(), what="the addition's detail")
         warnings = plain(screen.query_one("#distil-warnings-text"))
         assert "⚠ Item 4 of the model's reply (update) was dropped: node 9999" in warnings
         await pilot.press("a")  # the addition
-        detail = plain(screen.query_one("#distil-detail"))
-        assert "-Mix two parts browns to one part greens." in detail  # the update's diff, now highlighted
+        # the update's diff, now highlighted
+        await wait_for(pilot, lambda: "-Mix two parts browns to one part greens." in detail(), what="the update's diff")
+        assert screen.decisions[0] == "accepted"
         await pilot.press("r")  # the update
+        await wait_for(pilot, lambda: screen.decisions[1] is not None, what="the update's decision")
         await pilot.press("a")  # the retirement
+        await wait_for(pilot, lambda: screen.decisions[2] is not None, what="the retirement's decision")
         assert screen.decisions == ["accepted", "rejected", "accepted"]
         assert "2 accepted · 1 rejected" in status(screen)
         assert node_count(store) == count  # nothing written before apply
@@ -657,17 +663,21 @@ async def test_review_screen_edits_shows_text_literally_and_escape_writes_nothin
         screen = await open_review(pilot, app, c["chat"].id, anth)
         await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
         await pilot.press("down")  # to the update
-        await pilot.press("e")
-        assert screen.state == "editing"
+        await pilot.press("e")  # (a press may return before the key is handled under load: wait for each state)
+        await wait_for(pilot, lambda: screen.state == "editing", what="the editor")
         await pilot.press("escape")  # drops the edit, keeps the dialog
-        assert screen.state == "review" and isinstance(app.screen, type(screen)) and screen.decisions == [None] * 3
+        await wait_for(pilot, lambda: screen.state == "review", what="the edit to be dropped")
+        assert isinstance(app.screen, type(screen)) and screen.decisions == [None] * 3
         await pilot.press("e")
+        await wait_for(pilot, lambda: screen.state == "editing", what="the editor")
         editor = screen.query_one("#distil-editor", TextArea)
         assert editor.text == "Mix three parts browns to one part greens."
         editor.text = "Mix five parts browns to one part greens."
         await pilot.press("ctrl+s")  # keeps the edit, accepts it
-        assert screen.state == "review" and screen.decisions == [None, "accepted", None]
-        assert "+Mix five parts browns to one part greens." in plain(screen.query_one("#distil-detail"))
+        await wait_for(pilot, lambda: screen.state == "review", what="the edit to be kept")
+        assert screen.decisions == [None, "accepted", None]
+        await wait_for(pilot, lambda: "+Mix five parts browns to one part greens." in plain(
+            screen.query_one("#distil-detail")), what="the edited update's diff")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
     assert store.get_node(c["compost"])["source"] == "Mix five parts browns to one part greens."
@@ -711,8 +721,9 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
         pane = app.query_one(ChatPane)
         await pilot.press("ctrl+l")
         await pilot.press("ctrl+t")  # a new chat: nothing to distil
+        await wait_for(pilot, lambda: any("Nothing to distil yet" in str(n.message) for n in app._notifications),
+                       what="the notice")
         assert not isinstance(app.screen, DistilReviewScreen)
-        assert any("Nothing to distil yet" in str(n.message) for n in app._notifications)
         pane.load_chat(conversation["chat"].id)
         await wait_for(pilot, lambda: pane.chat_id == conversation["chat"].id, what="the chat to load")
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
@@ -744,7 +755,7 @@ async def test_escape_while_distilling_leaves_and_writes_nothing(store, conversa
         screen = await open_review(pilot, app, c["chat"].id, anth)
         assert screen.state == "distilling"
         await pilot.press("escape")
-        assert not isinstance(app.screen, type(screen))
+        await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
         await app.workers.wait_for_complete()
         await wait_for(pilot, lambda: len(anth.requests) == 4, what="the distil request to end")
     assert snapshot_nodes(store) == before
