@@ -222,6 +222,17 @@ def test_an_edit_that_changes_nothing_says_so(capsys, db, monkeypatch):
     assert rc == 0 and out.startswith("Updated node 1: Otters"), out
 
 
+def test_an_edit_in_the_same_clock_tick_as_the_last_write_says_updated(capsys, db, monkeypatch):
+    from core import clock
+
+    frozen = clock.now()
+    monkeypatch.setattr(clock, "now", lambda: frozen)  # both writes share one updated_at
+    rc, out, err = cli(capsys, "edit", "1", "--title", "Otters at dusk", "--db", str(db))
+    assert rc == 0 and out.startswith("Updated node 1: Otters at dusk"), out
+    rc, out, err = cli(capsys, "edit", "1", "--title", "Otters at dawn", "--db", str(db))
+    assert rc == 0 and out.startswith("Updated node 1: Otters at dawn"), out
+
+
 def test_index_and_export_count_in_words_and_draw_no_empty_bar(capsys, db, tmp_path):
     rc, out, err = cli(capsys, "index", "--db", str(db))
     assert rc == 0 and out.startswith("Indexed 1 node (1 chunk; "), out

@@ -194,16 +194,22 @@ def cmd_edit(args, out: Out) -> int:
             changes["dimensions"] = [d for d in dims if d.lower() not in drop]
         if not changes:
             changes["source"] = _edit_in_editor(node["source"])
-        before = node["updated_at"]
+        before = node
         node = store.update_node(args.id, **changes)
     if out.as_json:
         out.json(node)
-    elif node["updated_at"] == before:  # the store writes nothing when every value is the same
+    elif _same_values(before, node):  # the store writes nothing when every value is the same
         out.text(f"Node {node['id']} is unchanged: ", (node["title"], "bold"))
     else:
         out.text(f"Updated node {node['id']}: ", (node["title"], "bold"),
                  (" (queued for indexing)" if node["chunk_status"] == "pending" else "", "dim"))
     return 0
+
+
+def _same_values(before: dict, after: dict) -> bool:
+    """No value changed (updated_at alone cannot say: two writes in one clock tick share it)."""
+    return {k: v for k, v in before.items() if k != "updated_at"} == {k: v for k, v in after.items()
+                                                                       if k != "updated_at"}
 
 
 def _edit_in_editor(text: str) -> str:
