@@ -323,3 +323,34 @@ async def test_the_getting_started_graph_can_be_loaded_later_from_the_palette(st
                 break
         assert "The Getting started graph is already here." in notices()
         assert store.counts()["nodes"] == count
+
+
+async def test_a_focus_change_handled_while_the_app_closes_finds_no_panes_and_is_no_error(store, db_path):
+    from core.context import Focus
+    from tui.messages import FocusChanged
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat, viewer = await app.right_panes()
+        await chat.remove()
+        await viewer.remove()  # as when the app closes with the message still queued (CI saw it)
+        app._focus_changed(FocusChanged(Focus()))
+        await pilot.pause()
+
+
+async def test_a_quit_while_the_right_panes_mount_is_no_error(store, db_path, monkeypatch):
+    from textual.widgets import ContentSwitcher
+
+    mount = ContentSwitcher.mount
+
+    async def mount_then_close(self, *widgets, **kwargs):
+        await mount(self, *widgets, **kwargs)
+        for widget in widgets:  # the app closes in between (a quit in the first moment)
+            await widget.remove()
+
+    monkeypatch.setattr(ContentSwitcher, "mount", mount_then_close)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+    assert not app._right_ready.is_set()

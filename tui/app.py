@@ -135,6 +135,8 @@ class CairnApp(App):
         chat, viewer = ChatPane(self.services, id="chat"), ContextViewer(self.services, id="viewer")
         viewer.display = False  # f2 shows it
         await switcher.mount(chat, viewer)
+        if not (chat.is_attached and viewer.is_attached):
+            return  # the app closed while they mounted (a quit in the first moment)
         switcher.current = "chat"
         chat.set_focus(self._focus)
         viewer.set_focus(self._focus)
@@ -280,8 +282,9 @@ class CairnApp(App):
             from tui.widgets.chat_pane import ChatPane
             from tui.widgets.context_viewer import ContextViewer
 
-            self.query_one(ChatPane).set_focus(message.focus)
-            self.query_one(ContextViewer).set_focus(message.focus)
+            # query, not query_one: a message handled while the app closes finds the panes gone
+            for pane in (*self.query(ChatPane), *self.query(ContextViewer)):
+                pane.set_focus(message.focus)
 
     @on(NodesChanged)
     def _nodes_changed(self, message: NodesChanged) -> None:
