@@ -354,3 +354,16 @@ async def test_a_quit_while_the_right_panes_mount_is_no_error(store, db_path, mo
         await pilot.pause()
         await pilot.pause()
     assert not app._right_ready.is_set()
+
+
+async def test_an_open_node_handled_while_the_app_closes_is_no_error(store, db_path):
+    from tui.messages import OpenNode
+    from tui.widgets.focus_panel import FocusPanel
+
+    node = store.add_node("Late", "")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.right_panes()
+        await app.query_one(FocusPanel).remove()  # as when the app closes with the message queued
+        app._open_node(OpenNode(node))
+        await pilot.pause()

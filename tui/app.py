@@ -272,6 +272,8 @@ class CairnApp(App):
     # -- cross-pane state ----------------------------------------------------------------------------
     @on(OpenNode)
     def _open_node(self, message: OpenNode) -> None:
+        if not self.query(FocusPanel):
+            return  # closing: a worker's OpenNode (the guide, the welcome) came after the panes went
         self._show_pane("focus")
         self.query_one(FocusPanel).open_node(message.node_id, title=message.title)
 
