@@ -58,6 +58,16 @@ async def open_nodes(app, pilot, *node_ids: int) -> FocusPanel:
     return panel
 
 
+async def edit_node(app, pilot, node_id: int) -> NodeEditor:
+    """Open the node in a tab and press e: its editor."""
+    await settle(app, pilot)
+    app.post_message(OpenNode(node_id))
+    await settle(app, pilot)
+    await pilot.press("e")
+    await settle(app, pilot)
+    return app.query_one(NodeEditor)
+
+
 def view_of(app, node_id: int) -> NodeView:
     return app.query_one(FocusPanel).view(node_id)
 
@@ -880,12 +890,7 @@ async def test_escape_in_the_source_field_cancels_the_edit_and_keeps_the_keyboar
     alpha, _, _ = nodes
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(app, pilot)
-        app.post_message(OpenNode(alpha))
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        editor = app.query_one(NodeEditor)
+        editor = await edit_node(app, pilot, alpha)
         source = editor.query_one("#edit-source", TextArea)
         source.focus()
         await settle(app, pilot)
@@ -937,12 +942,7 @@ async def test_the_error_line_drops_each_problem_as_its_field_is_corrected(db_pa
     alpha, _, _ = nodes
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(app, pilot)
-        app.post_message(OpenNode(alpha))
-        await settle(app, pilot)
-        await pilot.press("e")
-        await settle(app, pilot)
-        editor = app.query_one(NodeEditor)
+        editor = await edit_node(app, pilot, alpha)
         title, date = editor.query_one("#edit-title", Input), editor.query_one("#edit-event-date", Input)
         title.value, date.value = "", "2024-13-45"
         await settle(app, pilot)
