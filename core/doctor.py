@@ -48,6 +48,8 @@ class DoctorReport:
     @property
     def repairable(self) -> list[Finding]:
         """Unrepaired problems that `--repair` can fix (not a damaged file or a missing dictionary)."""
+        if any(f.check == "read_only" and f.count for f in self.findings):
+            return []  # a repair writes: on a read-only database it can fix nothing
         return [f for f in self.findings if f.count and not f.repaired and f.check not in NOT_REPAIRABLE]
 
     def as_dict(self) -> dict:

@@ -425,8 +425,7 @@ def cmd_doctor(args, out: Out) -> int:
             out.text((f"{mark:>8} ", style), f"{f.check}: ", (f.detail, "dim"))
         for item in report.memory_removed:
             out.text(f"{'trashed':>8} ", f"memory node {item['id']} ", (f"{item['title']}: {item['reason']}", "dim"))
-        read_only = any(f.check == "read_only" and f.count for f in report.findings)  # a repair would fail
-        if report.repairable and not args.repair and not read_only:
+        if report.repairable and not args.repair:
             out.text("Run `cairn doctor --repair` to fix " + ("these." if len(report.repairable) == len(report.problems)
                                                              else ", ".join(f.check for f in report.repairable) + "."))
     return 0 if report.clean else 1
