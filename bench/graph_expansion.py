@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from core.embedder import Embedder  # noqa: E402
 from core.indexer import Indexer  # noqa: E402
 from core.search import Searcher, Tuning  # noqa: E402
-from core.store import Store  # noqa: E402
+from core.graph.store import Store  # noqa: E402
 from core.vault import import_vault  # noqa: E402
 
 DEFAULT_VAULT = ROOT.parent / "shared" / "evaldata" / "vault-obsidian-tasks-docs"

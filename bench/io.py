@@ -213,7 +213,7 @@ def bench_export(store, folder: Path) -> dict:
 
 def bench_watch(db: Path, vault: Path, paths: list[str]) -> dict:
     """Edit WATCH_RUNS notes, one at a time, under a running watcher; time each until the DB has it."""
-    from core.store import Store
+    from core.graph.store import Store
     from core.vault import VaultSync
     from core.watch import start_watching
 
@@ -354,7 +354,7 @@ def main() -> int:
         tmp = Path(tmp)
         env = dict(os.environ, CAIRN_HOME=str(tmp / "home"), HOME=str(tmp))
         os.environ.update(CAIRN_HOME=env["CAIRN_HOME"], HOME=env["HOME"])
-        from core.store import Store
+        from core.graph.store import Store
 
         vault = tmp / "vault"
         vault.mkdir()

@@ -26,7 +26,7 @@ from core import context as context_module  # noqa: E402
 from core import lexical_rescue  # noqa: E402
 from core.embedder import Embedder  # noqa: E402
 from core.search import Searcher  # noqa: E402
-from core.store import Store  # noqa: E402
+from core.graph.store import Store  # noqa: E402
 
 
 def figures(store, on, off, texts_on, texts_off, rescue: bool) -> dict:

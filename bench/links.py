@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from core import clock  # noqa: E402
 from core.fts_query import STOPWORDS  # noqa: E402
 from core.mentions import suggest_links, title_index  # noqa: E402
-from core.store import Store  # noqa: E402
+from core.graph.store import Store  # noqa: E402
 
 SEED = 20261130
 _ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",

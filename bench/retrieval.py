@@ -37,14 +37,14 @@ from core import chunker as chunker_module  # noqa: E402
 from core import context as context_module  # noqa: E402
 from core import embedder as embedder_module  # noqa: E402
 from core import indexer as indexer_module  # noqa: E402
-from core import migrations  # noqa: E402
+from core.graph import migrations  # noqa: E402
 from core.agents import BUILT_IN  # noqa: E402
 from core.chunker import Chunker  # noqa: E402
 from core.context import ContextEngine  # noqa: E402
 from core.embedder import Embedder  # noqa: E402
 from core.indexer import Indexer  # noqa: E402
 from core.search import Searcher, Tuning  # noqa: E402
-from core.store import Store  # noqa: E402
+from core.graph.store import Store  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "evaldata" / "scifact"
 OFFTOPIC = ROOT / "bench" / "data" / "offtopic_queries.txt"

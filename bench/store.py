@@ -34,7 +34,7 @@ from core.embedder import Embedder  # noqa: E402
 from core.fts_query import STOPWORDS  # noqa: E402
 from core.indexer import Indexer  # noqa: E402
 from core.search import Searcher  # noqa: E402
-from core.store import Store, content_hash, title_from_text  # noqa: E402
+from core.graph.store import Store, content_hash, title_from_text  # noqa: E402
 
 SEED = 20240611
 DIMS = 384

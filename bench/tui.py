@@ -209,7 +209,7 @@ def main() -> int:
         env = dict(os.environ, CAIRN_HOME=str(tmp / "home"), HOME=str(tmp))
         os.environ.update(CAIRN_HOME=env["CAIRN_HOME"], HOME=env["HOME"])
         db = tmp / "home" / "cairn.db"
-        from core.store import Store
+        from core.graph.store import Store
 
         log(f"building {n:,} nodes")
         vocab = vocabulary(rng, 30_000)

@@ -85,7 +85,7 @@ def ingest(store, folder: Path, indexer, progress: Callable[[str, int, int], Non
                 continue
             text = doc.get("text") or ""
             title = (doc.get("title") or "").strip()
-            from core.store import title_from_text
+            from core.graph.store import title_from_text
 
             store.add_node(title or title_from_text(text), text, metadata={"beir_id": doc_id})
             if progress and i % 200 == 0:

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from core import fts_query
 from core.errors import EmbedderError
-from core.store import Store
+from core.graph.store import Store
 
 SORTS = ("updated", "edges")
 PAGE = 200

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import agents, citations, clock, memory, usage_log
+from core import agents, citations, clock, usage_log
+from core.graph import memory
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
-from core.store import Store
+from core.graph.store import Store
 from core.tools import ToolContext, ToolError, ToolRunner, result_text
 
 MAX_TOOL_CALLS = 25
@@ -288,7 +289,7 @@ class Chat:
         if reply.citation_check and self.config.chat.check_citations == "model":
             # after the reply is stored and complete; yields the "citation_check" phase event
             yield from self._judge_citations(reply, request, user_id, cancel)
-        # Memory nodes used this turn (a retrieved passage, or read by a tool) count as used (core.memory).
+        # Memory nodes used this turn (a retrieved passage, or read by a tool) count as used (core.graph.memory).
         memory.record_access(self.store, [p.node_id for p in request.suffix.passages] + sorted(ctx.read))
         self._remember(message, reply)
 

@@ -75,7 +75,7 @@ class ChatSettings:
 
 @dataclass
 class MemorySettings:
-    """Retention of type='memory' nodes (core.retention); 0 means no limit, both 0 means no policy."""
+    """Retention of type='memory' nodes (core.graph.retention); 0 means no limit, both 0 means no policy."""
 
     max_age_days: int = 0
     max_count: int = 0

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from core import lexical_rescue, memory, retrieval_fallback
+from core import lexical_rescue, retrieval_fallback
+from core.graph import memory
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
 from core.distil import RETIRED
 from core.focus import Focus  # noqa: F401  (part of this module's interface)
-from core.store import Store
+from core.graph.store import Store
 
 BASE_CONTEXT = """\
 You work inside Cairn, the user's personal knowledge graph.
@@ -54,7 +55,7 @@ def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relat
         ) -> list[tuple[float, dict]]:
     """Junk control over (cosine, search hit) pairs in ranking order: keep those whose cosine is at
     least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most.
-    The best is the best unboosted score (core.memory's boost never raises the bar for other hits).
+    The best is the best unboosted score (core.graph.memory's boost never raises the bar for other hits).
     With the `message`, one strong keyword match (its term rare in `store`) may pass under the floor
     (core.lexical_rescue)."""
     min_cosine = MIN_COSINE if min_cosine is None else min_cosine
@@ -293,7 +294,7 @@ class ContextEngine:
 
     def scored_hits(self, message: str, now: datetime | None = None) -> list[tuple[float, dict]]:
         """Retrieval candidates the agent may read, best first, each with its passage's cosine (memory
-        hits boosted by recency and use, core.memory). When the embedder is unavailable or the indexing
+        hits boosted by recency and use, core.graph.memory). When the embedder is unavailable or the indexing
         backlog is large, `retrieval_note` says so and the pairs are keyword hits and recent notes with
         a cosine of None (core.retrieval_fallback)."""
         self.retrieval_note = None

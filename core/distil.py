@@ -39,9 +39,10 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from core import clock, model_reply, pending, usage_log
+from core import clock, model_reply, usage_log
+from core.graph import shown_lists
 from core.errors import CairnError, InvalidInput, NotFound
-from core.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
+from core.graph.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
 
 MAX_TRANSCRIPT_CHARS = 40_000  # the newest messages that fit are sent; older ones are named in a warning
 MAX_NODES = 30  # existing nodes sent as possible targets
@@ -537,14 +538,14 @@ def _pending_key(chat_id: int) -> str:
 
 def save_pending(store: Store, result: DistilResult) -> None:
     """Keep the proposals just shown, so `--accept N` picks from exactly those (not a new model reply)."""
-    pending.save(store, _pending_key(result.chat_id), [asdict(p) for p in result.proposals], result.warnings,
+    shown_lists.save(store, _pending_key(result.chat_id), [asdict(p) for p in result.proposals], result.warnings,
                  owner=("chat", result.chat_id))
 
 
 def load_pending(store: Store, chat_id: int) -> DistilResult | None:
-    """The proposals kept for the chat, or None; pending.OwnerDeleted (the list discarded) when the chat
+    """The proposals kept for the chat, or None; shown_lists.OwnerDeleted (the list discarded) when the chat
     was deleted since they were listed."""
-    kept = pending.load(store, _pending_key(chat_id), owner=("chat", chat_id))
+    kept = shown_lists.load(store, _pending_key(chat_id), owner=("chat", chat_id))
     if kept is None:
         return None
     proposals, warnings, _at = kept
@@ -552,7 +553,7 @@ def load_pending(store: Store, chat_id: int) -> DistilResult | None:
 
 
 def clear_pending(store: Store, chat_id: int) -> None:
-    pending.clear(store, _pending_key(chat_id))
+    shown_lists.clear(store, _pending_key(chat_id))
 
 
 # -- apply -----------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Checks: SQLite's own integrity check; chunks, chunk vectors and node vectors whose node is gone;
 chunks or nodes missing their vectors; nodes whose vectors were made from older text or another
 embedder (stale); FTS index integrity; nodes pending or in error; memory nodes past the user's
-retention policy (core.retention; only when a policy is set); the dictionary of fuzzy link
+retention policy (core.graph.retention; only when a policy is set); the dictionary of fuzzy link
 suggestions (core.mentions: the embedder's tokenizer.json; reinstalling fixes it, `--repair` cannot).
 Repair is explicit (`--repair`).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from core.store import Store, content_hash
+from core.graph.store import Store, content_hash
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _fts_ok(store: Store, table: str) -> tuple[bool, str]:
 def check(store: Store, *, repair: bool = False, embedder_name: str | None = None,
           reindex: Callable[[], int] | None = None, retention_policy=None) -> DoctorReport:
     """Run every check; with repair=True fix what is found. `reindex` runs the indexer, returns count.
-    `retention_policy` (core.retention.Policy) is the user's memory policy; None or inactive: no check."""
+    `retention_policy` (core.graph.retention.Policy) is the user's memory policy; None or inactive: no check."""
     report = DoctorReport()
     db = store.db
     add = report.findings.append
@@ -179,7 +179,7 @@ def _link_dictionary(report: DoctorReport) -> None:
 
 def _retention(store: Store, policy, repair: bool, report: DoctorReport) -> None:
     """Memory nodes past the retention policy: counted, and with repair moved to the trash."""
-    from core import retention
+    from core.graph import retention
 
     if policy is None or not policy.active:
         report.findings.append(Finding("memory_retention", 0, "no retention policy for memory nodes ([memory] in the config)"))

@@ -16,8 +16,8 @@ from typing import Callable
 
 from core import clock
 from core.chunker import Chunk, Chunker
-from core.migrations import vec_tables
-from core.store import Store, content_hash, title_from_text
+from core.graph.migrations import vec_tables
+from core.graph.store import Store, content_hash, title_from_text
 
 # Titles longer than this many word pieces are cut in the chunk prefix, so the chunk keeps its room.
 TITLE_PREFIX_TOKENS = 48

@@ -20,7 +20,7 @@ loaded lazily, by the first searchContent call.
 Threads: the SDK serves requests concurrently on an event loop; every tool call runs on one worker
 thread that owns the SQLite connection (connections are never shared across threads), so calls are
 serialised. The database is opened in WAL mode with a busy timeout, writes take BEGIN IMMEDIATE with
-retries (core.db), and a call that still meets a locked database is retried here, so other Cairn
+retries (core.graph.db), and a call that still meets a locked database is retried here, so other Cairn
 processes (the app, `cairn add`, an import) can write at the same time.
 
 stdout is the protocol: logging goes to stderr, and while serving the SDK points fd 1 at stderr so
@@ -39,9 +39,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.db import is_locked
+from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
-from core.store import MAX_DESCRIPTION, MAX_TITLE
+from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
 from core.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
 from core.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
 
@@ -60,7 +60,7 @@ MAX_SQL_CHARS = 20_000
 MAX_LINK_CHARS = 4_000
 MAX_DIMENSIONS = 100  # per node
 PENDING_SNIPPET_CHARS = 600  # the text shown for a search hit on a node that has no indexed passage yet
-LOCK_ATTEMPTS = 4  # calls that meet a locked database (after core.db's own 30 s of retries)
+LOCK_ATTEMPTS = 4  # calls that meet a locked database (after core.graph.db's own 30 s of retries)
 
 _PROPERTY_LIMITS: dict[str, dict] = {
     "title": {"maxLength": MAX_TITLE},
@@ -254,9 +254,9 @@ class CairnTools:
 
     def __init__(self, db_path: str | os.PathLike, *, embedder=None, config_path: Path | None = None):
         from core.search import Searcher
-        from core.store import Store
+        from core.graph.store import Store
 
-        self.store = _retry_locked(lambda: Store(db_path))  # WAL, busy timeout, migrations (core.db)
+        self.store = _retry_locked(lambda: Store(db_path))  # WAL, busy timeout, migrations (core.graph.db)
         self.searcher = _DegradingSearcher(Searcher(self.store, embedder))
         self.config = _Config(config_path)
 

@@ -23,9 +23,9 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from core.db import OperationalError, sqlite
+from core.graph.db import OperationalError, sqlite
 from core.errors import CairnError, InvalidInput
-from core.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_SOURCE, MAX_TITLE, Store, title_from_text
+from core.graph.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_SOURCE, MAX_TITLE, Store, title_from_text
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 EDGE_SOURCE = "raha"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.db import sqlite
+from core.graph.db import sqlite
 from core.tools import ToolError
 
 _ALLOWED = {

@@ -20,7 +20,7 @@ apply: a keyword hit is kept when its BM25 is at least KEYWORD_RELATIVE of the b
 KEYWORD_PASSAGES of them; then the RECENT_NODES most recently updated notes not already in the block
 (never memory nodes: the conversation's own turns are already in its history). A node not indexed
 yet has no chunk, so its passage is the start of its text (PASSAGE_CHARS). Memory hits get no boost
-here (core.memory's boost orders passages of comparable meaning, which keyword scores are not).
+here (core.graph.memory's boost orders passages of comparable meaning, which keyword scores are not).
 """
 
 from __future__ import annotations

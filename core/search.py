@@ -13,7 +13,7 @@ from typing import Any
 
 from core import fts_query
 from core.errors import InvalidInput
-from core.store import Store, node_record
+from core.graph.store import Store, node_record
 
 MODES = ("hybrid", "fts", "vector")
 # Hybrid ranking, tuned on SciFact's train split in issue 6 (bench/retrieval.py; ablation table in
@@ -420,7 +420,7 @@ class Searcher:
     def _records(self, found: list[Candidate]) -> list[dict[str, Any]]:
         if not found:
             return []
-        from core.store import _NODE_COLUMNS
+        from core.graph.store import _NODE_COLUMNS
 
         nodes = {
             r["id"]: node_record(r)

@@ -71,7 +71,7 @@ def tokens_by_purpose(store, now: datetime | None = None) -> dict[str, dict[str,
 
 def collect(store, config=None, now: datetime | None = None) -> dict:
     """Counts, pending work, database size, memory and its retention policy, tokens this week."""
-    from core import retention
+    from core.graph import retention
 
     db = store.db
     by_type = {r[0]: r[1] for r in db.execute("SELECT type, COUNT(*) FROM nodes GROUP BY type")}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from core.errors import CairnError
-from core.store import Store
+from core.graph.store import Store
 
 MAX_LIMIT = 50
 MAX_SOURCE_CHARS = 20_000  # per node returned to the model
@@ -119,7 +119,7 @@ class ToolContext:
     activate_skill: Callable[[str], str] | None = None  # the chat loads a skill and records it
     created: list[int] = field(default_factory=list)  # node ids created this turn (undoable)
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
-    read: set[int] = field(default_factory=set)  # nodes getNodesById / searchContent returned (memory use, core.memory)
+    read: set[int] = field(default_factory=set)  # nodes getNodesById / searchContent returned (memory use, core.graph.memory)
     origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
 
 

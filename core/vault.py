@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import unquote
 
 from core.errors import CairnError, InvalidInput, NotFound
-from core.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE, Store
+from core.graph.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE, Store
 
 NOTE_SUFFIXES = (".md", ".markdown")
 MAX_NOTE_BYTES = 10_000_000  # a bigger file is skipped, not truncated (the store's text limit is 10M characters)

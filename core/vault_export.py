@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import DatabaseError, InvalidInput
-from core.store import Store, node_record
+from core.graph.store import Store, node_record
 
 MARKER = ".cairn-export.json"  # the files a previous export wrote: re-exporting may replace them
 MAX_NAME_BYTES = 120  # per path part, before " (id).md"; far below the 255-byte limit of common file systems

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.db import Database
+from core.graph.db import Database
 
 
 class VectorMirror:

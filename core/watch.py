@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import CairnError, InvalidInput
-from core.store import Store
+from core.graph.store import Store
 from core.vault import Progress, SyncReport, VaultSync
 
 DELETE_GRACE = 0.3  # seconds a vanished file may take to come back (delete-then-write saves)

@@ -37,7 +37,7 @@ def db_path(tmp_path) -> Path:
 
 @pytest.fixture
 def store(db_path):
-    from core.store import Store
+    from core.graph.store import Store
 
     s = Store(db_path)
     yield s

@@ -241,7 +241,7 @@ async def test_the_vault_watchers_first_import_reaches_the_list_on_its_own(store
 async def test_a_note_written_while_the_list_first_loads_reaches_it(store, db_path, monkeypatch):
     """Another process commits after the node list's first read and before the database watcher's
     first reading: the watcher compares that reading with the version the app saw at open."""
-    from core.store import Store
+    from core.graph.store import Store
 
     read_versions = CairnApp._read_versions
 
@@ -263,7 +263,7 @@ async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store,
     list anyway: a 2 s timeout of the file watch reads PRAGMA data_version too."""
     import watchfiles
 
-    from core.store import Store
+    from core.graph.store import Store
 
     awatch = watchfiles.awatch
 
@@ -296,7 +296,7 @@ async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tm
 
 
 async def test_the_getting_started_graph_can_be_loaded_later_from_the_palette(store, db_path):
-    from core import getting_started
+    from core.graph import getting_started
     from tui.commands import pane_commands
     from tui.widgets.focus_panel import FocusPanel
 

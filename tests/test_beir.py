@@ -105,7 +105,7 @@ def test_eval_beir_every_mode(cairn_cmd, cli_env, collection, tmp_path):
     assert limited["queries"] == 2
 
     # The corpus was ingested once, into exactly the database asked for.
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db) as store:
         assert store.counts()["nodes"] == len(DOCS)

@@ -419,7 +419,7 @@ def test_citations_are_stored_and_survive_reopening(store, indexer, searcher, em
     store.close()
 
     from core.search import Searcher
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(store.path) as again_store:
         again = Chat(again_store, config(), anthropic_provider(anth), chat_id=chat_id,

@@ -22,7 +22,7 @@ def cli(cairn_cmd, cli_env, tmp_path):
     Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
     db = Path(env["CAIRN_HOME"]) / "cairn.db"
     db.parent.mkdir(parents=True, exist_ok=True)
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db) as store:
         a = store.add_node("Otter habitats", "Otters live along rivers and coasts.", dimensions=["nature"])
@@ -140,7 +140,7 @@ def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
     out, err = out.decode(), err.decode()
     assert proc.returncode == 1, err
     assert "[incomplete reply" in out and "Traceback" not in out + err
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db) as store:
         row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()

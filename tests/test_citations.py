@@ -135,7 +135,7 @@ def garden_chat(store, searcher, anth, garden, **chat_settings):
 def test_dangling_citations_are_flagged_stored_and_reloaded(store, searcher, anth, garden, embedder):
     from core.chat import Chat
     from core.search import Searcher
-    from core.store import Store
+    from core.graph.store import Store
 
     a, b, tax = garden
     chat = garden_chat(store, searcher, anth, garden)

@@ -72,7 +72,7 @@ def cli(cairn_cmd, cli_env, tmp_path):
 
 
 def _init_db(path: Path) -> None:
-    from core.store import Store
+    from core.graph.store import Store
 
     Store(path).close()
 

@@ -283,7 +283,7 @@ def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_pipe(capsy
 # -- doctor ----------------------------------------------------------------------------------------
 def test_doctor_on_a_read_only_database_says_so_instead_of_reporting_a_damaged_index(db):
     from core import doctor
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db, readonly=True) as store:  # a read-only connection: every write is refused, as for a 444 file
         report = doctor.check(store)
@@ -326,7 +326,7 @@ def test_every_argument_of_every_verb_says_what_it_is():
 
 # -- export ----------------------------------------------------------------------------------------
 def test_a_read_only_database_exports_and_its_files_import_again(capsys, db, tmp_path):
-    from core.store import Store
+    from core.graph.store import Store
     from core.vault_export import export
 
     with Store(db, readonly=True) as store:  # never exported: no db_id yet, and it cannot be written

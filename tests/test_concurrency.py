@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from core import db as core_db
+from core.graph import db as core_db
 from core.errors import DatabaseError
-from core.store import Store
+from core.graph.store import Store
 
 WORDS = """river mountain algorithm protein galaxy violin harvest quantum ledger glacier syntax orchard
 neuron carbon sonnet bridge compiler lantern meadow tariff enzyme comet pottery falcon thunder archive""".split()
@@ -127,7 +127,7 @@ def test_locked_database_from_the_cli(cairn_cmd, cli_env, db_path):
         store.add_node("existing", "text")
     holder = core_db.sqlite.connect(str(db_path), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
-    script = ("import sys, core.db as d; d.BUSY_TIMEOUT_MS = 100; d.LOCK_WAIT_SECONDS = 0.3\n"
+    script = ("import sys, core.graph.db as d; d.BUSY_TIMEOUT_MS = 100; d.LOCK_WAIT_SECONDS = 0.3\n"
               "from tui.cli import main; sys.exit(main(sys.argv[1:]))")
     try:
         proc = subprocess.run([sys.executable, "-c", script, "add", "blocked", "--db", str(db_path)],

@@ -40,7 +40,7 @@ SMALL_BATCH_INDEX = ("import sys, core.indexer as i; i.BATCH_INPUTS = int(sys.ar
                      "sys.exit(main(sys.argv[2:]))")
 # `cairn` with SQLite's page limit pinned at the database's current size: every write that needs a new page
 # fails with SQLITE_FULL ("database or disk is full"), exactly as on a full disk, through the whole CLI.
-FULL_DB_CLI = ("import sys, core.db as d\n"
+FULL_DB_CLI = ("import sys, core.graph.db as d\n"
                "orig = d.Database._pragmas\n"
                "def pragmas(self):\n"
                "    orig(self)\n"
@@ -172,7 +172,7 @@ def _note_text(rng: random.Random, i: int) -> tuple[str, str]:
 
 
 def _add_notes(db_path: Path, rng: random.Random, start: int, n: int) -> list[tuple[int, str, str]]:
-    from core.store import Store
+    from core.graph.store import Store
 
     out = []
     with Store(db_path) as store:
@@ -210,7 +210,7 @@ def _integrity_ok(db) -> bool:
 def _doctor_in_process(db_path: Path, stats: Stats, allowed: tuple[str, ...] = ("pending",)) -> None:
     """core.doctor.check (what `cairn doctor` runs), without a process per kill: only pending work allowed."""
     from core import doctor
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path) as store:
         report = doctor.check(store)
@@ -234,7 +234,7 @@ def _doctor_cli(cmd, env, db_path: Path, stats: Stats, *, expect_clean: bool) ->
 # == 1. kill -9 during `cairn index` ==================================================================
 def _check_index_state(db_path: Path, notes: list[tuple[int, str, str]], stats: Stats) -> dict[str, int]:
     """Integrity; every note as committed; indexed notes fully indexed; pending ones without index rows."""
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path, readonly=True) as store:
         db = store.db
@@ -266,7 +266,7 @@ def _check_index_state(db_path: Path, notes: list[tuple[int, str, str]], stats: 
 
 
 def _indexed(db_path: Path) -> int:
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path, readonly=True) as store:
         return store.db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status = 'indexed'").fetchone()[0]
@@ -335,7 +335,7 @@ def test_sigkill_index_at_random_points_then_resume(tmp_path):
 def _vault_rows(db_path: Path) -> tuple[dict[str, tuple], set[tuple], int, int]:
     """(path -> node fields, edges by path, nodes, nodes without a vault path). Opened read-write, as the next
     command would: a kill during the first migrations leaves a file whose schema is finished here."""
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path) as store:
         db = store.db
@@ -353,7 +353,7 @@ def import_kills(workdir: Path, *, kills: int = 20, seed: int = 2, delay: tuple[
                  index: bool = False) -> Stats:
     """SIGKILL `cairn import VAULT` at random points, each run resuming what the last kill left (a fresh
     database once an import got through), then import again and compare with an uninterrupted import."""
-    from core.store import Store
+    from core.graph.store import Store
     from core.vault import import_vault
 
     rng = random.Random(seed)
@@ -435,7 +435,7 @@ REPLY = " ".join(f"Sentence {i} of a long answer about otters and rivers." for i
 
 
 def _messages(db_path: Path) -> list[tuple]:
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path, readonly=True) as store:
         return [tuple(r) for r in store.db.execute(
@@ -447,7 +447,7 @@ def chat_kills(workdir: Path, *, kills: int = 20, seed: int = 3, stall: float = 
     point (half of the runs: during start-up, half: once the request arrived, mid-reply). Then resume."""
     sys.path.insert(0, str(ROOT / "tests"))
     from fakes import FakeAnthropic, slow, text
-    from core.store import Store
+    from core.graph.store import Store
 
     rng = random.Random(seed)
     stats = Stats()
@@ -554,7 +554,7 @@ def test_sigkill_chat_turn_mid_reply_then_resume(tmp_path):
 def test_chat_left_without_its_snapshot_can_be_continued(tmp_path):
     """What a kill between creating a chat row and saving its snapshot left before that was one transaction:
     `cairn ask --chat` failed with "unexpected error: KeyError: 'snapshot'"."""
-    from core.store import Store
+    from core.graph.store import Store
 
     cmd, env, db_path = cairn_command(), _env(tmp_path), tmp_path / "c.db"
     with Store(db_path) as store:
@@ -578,7 +578,7 @@ def test_a_new_chat_is_created_atomically(tmp_path):
     from core.config import Config
     from core.errors import InvalidInput
     from core.providers.offline import OfflineProvider
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(tmp_path / "c.db") as store:
         original = core_chat.ContextEngine.snapshot
@@ -656,7 +656,7 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from core.store import Store
+    from core.graph.store import Store
 
     stats = Stats()
     cmd = cairn_command()
@@ -820,7 +820,7 @@ def _sha(path: Path) -> str:
 
 
 def _checkpointed_db(path: Path) -> None:
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(path) as store:
         store.add_node("before", "text written before")
@@ -881,7 +881,7 @@ def test_read_only_database_clear_message_nothing_written(what):
         folder.chmod(0o755)
         db_path.chmod(0o644)
         assert _sha(db_path) == before
-        from core.store import Store
+        from core.graph.store import Store
 
         with Store(db_path, readonly=True) as store:
             assert _integrity_ok(store.db)
@@ -896,7 +896,7 @@ def test_read_only_database_clear_message_nothing_written(what):
 def test_full_database_clear_message_nothing_half_written(tmp_path):
     """Full disk, simulated portably: SQLite's max_page_count pinned at the file's size in the `cairn`
     process (a tmpfs mount is not allowed in CI's container). A big note needs new pages: SQLITE_FULL."""
-    from core.store import Store
+    from core.graph.store import Store
 
     db_path = tmp_path / "full.db"
     _checkpointed_db(db_path)

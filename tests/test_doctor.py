@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core import doctor
-from core.db import Database
+from core.graph.db import Database
 from core.indexer import Indexer
 from core.search import Searcher
 

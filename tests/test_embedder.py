@@ -136,7 +136,7 @@ def test_token_offsets_are_character_spans(embedder):
 def test_importing_core_does_not_load_onnxruntime():
     code = (
         "import sys\n"
-        "import core.embedder, core.store, core.indexer, core.search, core.chunker, core.doctor\n"
+        "import core.embedder, core.graph.store, core.indexer, core.search, core.chunker, core.doctor\n"
         "from core.embedder import Embedder\n"
         "e = Embedder()\n"
         "assert e.count_tokens('counting needs only the tokenizer') > 2\n"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from core import fts_query
 from core.search import Searcher
-from core.store import Store
+from core.graph.store import Store
 
 NOTES = [
     ("Graphs and networks", "Graphs are made of vertices joined by edges. Network science studies them."),

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from core import browse, fts_query
 from core.chunker import Chunker
-from core.store import Store
+from core.graph.store import Store
 
 SETTINGS = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                           HealthCheck.too_slow,

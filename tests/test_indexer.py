@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from core.indexer import TITLE_PREFIX_TOKENS, Indexer
-from core.store import Store, content_hash
+from core.graph.store import Store, content_hash
 
 
 def _section(i: int, topic: str) -> str:

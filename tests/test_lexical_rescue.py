@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from chat_support import searcher  # noqa: F401  (fixture)
-from core import agents, getting_started, lexical_rescue, retrieval_fallback
+from core import agents, lexical_rescue, retrieval_fallback
+from core.graph import getting_started
 from core.context import MIN_COSINE, ContextEngine, cut
 
 QUESTION = "What does never_send do?"
@@ -130,7 +131,7 @@ def test_most_pending_falls_back_and_half_does_not(store, searcher, indexer):
 
 
 def test_cairn_context_says_so_for_a_small_unindexed_graph(cairn_cmd, cli_env):
-    from core.store import Store
+    from core.graph.store import Store
 
     home = Path(cli_env["CAIRN_HOME"])
     home.mkdir(parents=True)

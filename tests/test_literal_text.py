@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.safe_text import printable
-from core.store import Store
+from core.graph.store import Store
 
 MARKUP = "[bold]x[/bold] [link=https://evil]y[/link] [/] [red]z"
 ESCAPES = ("\x1b[31mRED\x1b[0m \x1b]8;;http://x\x07click\x1b]8;;\x07 \x1b]52;c;aGVsbG8=\x07 \x9b2J \x1b[2J"

@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import config as core_config
-from core.store import Store
+from core.graph.store import Store
 from core.tools import SCHEMAS
 
 TOOLS = ["getContext", "queryNodes", "getNodesById", "searchContent", "queryEdges", "createNode", "updateNode",
@@ -323,7 +323,7 @@ async def test_writes_beside_concurrent_cairn_add_lose_nothing(cairn_cmd, db, er
 
 
 async def test_a_write_waits_for_another_process_lock(cairn_cmd, db, errlog):
-    from core.db import sqlite
+    from core.graph.db import sqlite
 
     async with mcp_session(cairn_cmd, db, errlog) as s:
         await ok(s, "getContext")

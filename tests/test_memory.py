@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401  (fixtures)
-from core import agents, memory, retention
+from core import agents
+from core.graph import memory
+from core.graph import retention
 from core.config import ConfigError
 from core.context import ContextEngine, cut
-from core.retention import Policy
+from core.graph.retention import Policy
 from fakes import text, tool_call
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=timezone.utc)
@@ -50,12 +52,12 @@ def access_rows(store) -> dict[int, int]:
 
 # -- migration ------------------------------------------------------------------------------------
 def test_a_version_1_database_migrates_to_2_after_a_backup(tmp_path, monkeypatch):
-    import core.db
-    from core.migrations import MIGRATIONS
-    from core.store import Store
+    import core.graph.db
+    from core.graph.migrations import MIGRATIONS
+    from core.graph.store import Store
 
     path = tmp_path / "old.db"
-    monkeypatch.setattr(core.db, "MIGRATIONS", MIGRATIONS[:1])  # the schema as Cairn shipped it before
+    monkeypatch.setattr(core.graph.db, "MIGRATIONS", MIGRATIONS[:1])  # the schema as Cairn shipped it before
     with Store(path) as old:
         assert old.db.user_version == 1
         kept = old.add_node("Written by version 1", "Its text.")
@@ -308,7 +310,7 @@ def _run(cmd, env, *args):
 
 
 def test_cairn_doctor_with_a_policy_in_the_config(cairn_cmd, cli_env):
-    from core.store import Store
+    from core.graph.store import Store
 
     home = Path(cli_env["CAIRN_HOME"])
     home.mkdir(parents=True)

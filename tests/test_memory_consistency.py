@@ -1,5 +1,5 @@
-"""Two memory loose ends (core/memory.py): a memory node restored from the trash gets its use count back
-(core/store.py keeps it in the trash payload), and the recency/use boost applies exactly where the
+"""Two memory loose ends (core/graph/memory.py): a memory node restored from the trash gets its use count back
+(core/graph/store.py keeps it in the trash payload), and the recency/use boost applies exactly where the
 docstring says: the chat's retrieved block and everything that previews it (`cairn context`, the
 Context viewer's engine) on the chat's clock, never `cairn search` or the searchContent tool."""
 
@@ -12,9 +12,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from chat_support import FIXED_NOW, _no_proxies, config, searcher  # noqa: F401  (fixtures)
-from core import agents, memory, retention
+from core import agents
+from core.graph import memory
+from core.graph import retention
 from core.context import ContextEngine
-from core.retention import Policy
+from core.graph.retention import Policy
 from test_memory import access_rows, days_ago, make, stamp, used
 from tui.cli import main
 
@@ -76,7 +78,7 @@ def test_a_memory_the_retention_policy_trashed_is_restored_with_its_uses_and_not
     assert access_rows(store) == {}
     store.restore_node(old)
     assert access_of(store, old) == {"access_count": 4, "last_accessed_at": last}
-    assert retention.plan(store, policy) == []  # restoring counts as an edit (core.retention)
+    assert retention.plan(store, policy) == []  # restoring counts as an edit (core.graph.retention)
 
 
 def test_cairn_rm_and_restore_keep_the_use_count_and_the_boost(store, indexer, searcher, capsys, db_path):

@@ -186,7 +186,7 @@ def test_the_index_follows_new_renamed_and_deleted_nodes(store, graph):
 
 
 def test_a_second_connection_sees_writes_from_another(store, graph, db_path):
-    from core.store import Store
+    from core.graph.store import Store
 
     other = Store(db_path)
     try:

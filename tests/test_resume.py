@@ -38,7 +38,7 @@ def _note(rng: random.Random, i: int) -> tuple[str, str]:
 
 
 def make_corpus(db_path, seed: int) -> list[tuple[int, str, str]]:
-    from core.store import Store
+    from core.graph.store import Store
 
     rng = random.Random(seed)
     inserted = []
@@ -51,7 +51,7 @@ def make_corpus(db_path, seed: int) -> list[tuple[int, str, str]]:
 
 
 def status_counts(db_path) -> dict[str, int]:
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path, readonly=True) as store:
         rows = store.db.execute("SELECT chunk_status, COUNT(*) FROM nodes GROUP BY chunk_status").fetchall()
@@ -60,7 +60,7 @@ def status_counts(db_path) -> dict[str, int]:
 
 def check_consistent(db_path, inserted, *, expect_all_indexed: bool) -> dict[str, int]:
     """Integrity, no lost or changed notes, and every 'indexed' node fully indexed (pending ones untouched)."""
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(db_path) as store:
         db = store.db

@@ -1,4 +1,4 @@
-"""Undoing a retirement (core/retirement.py, `cairn retired` / `cairn unretire`, the Focus tab's retired
+"""Undoing a retirement (core/graph/retirement.py, `cairn retired` / `cairn unretire`, the Focus tab's retired
 line and "Focus: un-retire"): a node retired through the real distil path (a scripted chat and distil
 reply against the fake Anthropic server) comes back into hubs and retrieval, its history kept."""
 
@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from chat_support import KEY, _no_proxies, anth, searcher  # noqa: F401  (fixtures)
-from core import agents, distil, retirement
+from core import agents, distil
+from core.graph import retirement
 from core.context import ContextEngine
 from core.errors import InvalidInput, NotFound
 from test_distil import conversation, graph, plain, run_propose, scripted_reply  # noqa: F401  (fixtures)

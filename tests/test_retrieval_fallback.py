@@ -136,7 +136,7 @@ def test_a_chat_turn_works_without_the_model(store, indexed_graph, anth):
 
 
 def test_cairn_context_prints_the_note(cairn_cmd, cli_env):
-    from core.store import Store
+    from core.graph.store import Store
 
     home = Path(cli_env["CAIRN_HOME"])
     home.mkdir(parents=True)

@@ -10,7 +10,7 @@ import pytest
 from core.errors import InvalidInput, NotFound
 from core.indexer import Indexer
 from core.search import Searcher, Tuning
-from core.store import Store
+from core.graph.store import Store
 
 NODE_KEYS = {
     "id", "title", "description", "source", "link", "event_date", "type", "dimensions",

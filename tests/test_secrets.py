@@ -64,7 +64,7 @@ def cli(cairn_cmd, cli_env):
     home = Path(env["CAIRN_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(home / "cairn.db") as store:
         a = store.add_node("Otter habitats", "Otters live along rivers and coasts.", dimensions=["nature"])
@@ -166,7 +166,7 @@ def test_a_whole_session_leaves_no_key_anywhere(cli, monkeypatch, tmp_path):
         sent = raw_bodies(srv)
 
     # every request's sent_log row names the nodes that left, and the provider they went to
-    from core.store import Store
+    from core.graph.store import Store
 
     with Store(home / "cairn.db") as store:
         log = [dict(r) for r in store.db.execute("SELECT * FROM sent_log WHERE chat_id = ? ORDER BY id", (chat_id,))]

@@ -50,12 +50,12 @@ def side_rows(store, purpose: str) -> list[dict]:
 def test_a_version_2_database_migrates_to_3_after_a_backup(tmp_path, monkeypatch):
     import sqlean
 
-    import core.db
-    from core.migrations import MIGRATIONS
-    from core.store import Store
+    import core.graph.db
+    from core.graph.migrations import MIGRATIONS
+    from core.graph.store import Store
 
     path = tmp_path / "v2.db"
-    monkeypatch.setattr(core.db, "MIGRATIONS", MIGRATIONS[:2])  # the schema before side-request usage
+    monkeypatch.setattr(core.graph.db, "MIGRATIONS", MIGRATIONS[:2])  # the schema before side-request usage
     with Store(path) as old:
         assert old.db.user_version == 2
         old.db.execute("INSERT INTO chats(title, provider, created_at, updated_at) VALUES ('c', 'anthropic', 'x', 'x')")

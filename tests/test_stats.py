@@ -107,7 +107,7 @@ def test_lines_for_people():
 
 
 def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
-    from core.store import Store
+    from core.graph.store import Store
 
     home = Path(cli_env["CAIRN_HOME"])
     home.mkdir(parents=True)

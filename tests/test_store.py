@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-import core.db
-from core.db import Database
+import core.graph.db
+from core.graph.db import Database
 from core.errors import DatabaseError, InvalidInput, NotFound
-from core.migrations import MIGRATIONS
-from core.store import MAX_TITLE, Store
+from core.graph.migrations import MIGRATIONS
+from core.graph.store import MAX_TITLE, Store
 
 NODE_KEYS = {
     "id", "title", "description", "source", "link", "event_date", "type", "dimensions",
@@ -80,14 +80,14 @@ def test_migration_backs_up_the_database_first(db_path, monkeypatch):
     with Store(db_path) as s:
         s.add_node("Before the upgrade", "old data")
     # A future migration: the same list plus one more step.
-    monkeypatch.setattr(core.db, "MIGRATIONS", [*MIGRATIONS, ["CREATE TABLE added_later (x INTEGER)"]])
+    monkeypatch.setattr(core.graph.db, "MIGRATIONS", [*MIGRATIONS, ["CREATE TABLE added_later (x INTEGER)"]])
     with Store(db_path) as s:
         assert s.db.user_version == len(MIGRATIONS) + 1
         assert s.db.execute("SELECT COUNT(*) FROM added_later").fetchone()[0] == 0
         assert s.counts()["nodes"] == 1
     backups = list(db_path.parent.glob("*.bak"))
     assert len(backups) == 1, backups
-    raw = core.db.sqlite.connect(str(backups[0]))
+    raw = core.graph.db.sqlite.connect(str(backups[0]))
     try:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert raw.execute("SELECT title FROM nodes").fetchall() == [("Before the upgrade",)]

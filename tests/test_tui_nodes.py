@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from core import browse, getting_started
+from core import browse
+from core.graph import getting_started
 from core.errors import DatabaseError
-from core.store import Store
+from core.graph.store import Store
 from tui.app import CairnApp
 from tui.screens.quick_capture import QuickCapture
 from tui.screens.welcome import WelcomeScreen

@@ -444,7 +444,7 @@ def _small_vault(v: Path) -> None:
 
 
 def test_round_trip_import_export_import(store, db_path, tmp_path):
-    from core.store import Store
+    from core.graph.store import Store
 
     v = tmp_path / "v"
     _small_vault(v)
@@ -505,7 +505,7 @@ def test_a_moved_vault_folder_keeps_its_nodes(store, tmp_path):
 
 def test_round_trip_of_nodes_made_in_cairn(store, tmp_path):
     """Values that could be mistaken for YAML or markdown structure come back exactly."""
-    from core.store import Store
+    from core.graph.store import Store
 
     a = store.add_node("true", "---\nnot: frontmatter\n---\nbody with #hashtag and [[true]]",
                        description="line one\n---\nline three", dimensions=["machine learning", "a/b"],

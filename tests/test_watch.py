@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.config import ConfigError, load
-from core.store import Store
+from core.graph.store import Store
 from core.watch import Watcher, relevant, start_from_config, start_watching
 
 TIMEOUT = 15.0

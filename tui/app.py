@@ -301,7 +301,7 @@ class CairnApp(App):
     def index_pending(self) -> None:
         """Chunk and embed pending nodes (written here or by other processes) with its own connection."""
         from core.indexer import Indexer
-        from core.store import Store
+        from core.graph.store import Store
 
         with Store(self.db) as store:
             indexer = Indexer(store)
@@ -323,7 +323,7 @@ class CairnApp(App):
     def apply_memory_retention(self) -> None:
         """The user's memory retention policy ([memory] in the config), once per start: memory nodes
         past it go to the trash, and a notification says which. No policy: nothing runs."""
-        from core import retention
+        from core.graph import retention
 
         policy = retention.Policy.from_config(self.services.config)
         if not policy.active:

@@ -80,7 +80,7 @@ class Out:
 
 def _store(args, *, readonly: bool = False):
     from core.paths import db_path
-    from core.store import Store
+    from core.graph.store import Store
 
     path = db_path(getattr(args, "db", None))
     if readonly and not path.exists():
@@ -128,7 +128,7 @@ def _confirm(args, question: str) -> None:
 
 # -- verbs ---------------------------------------------------------------------------------------
 def cmd_add(args, out: Out) -> int:
-    from core.store import title_from_text
+    from core.graph.store import title_from_text
 
     text = _text_arg(args.text) or ""
     if not text.strip() and not args.title:
@@ -413,7 +413,7 @@ def cmd_doctor(args, out: Out) -> int:
 
                 with _progress(out, "Re-indexing", "nodes") as progress:
                     return Indexer(store).run(progress=progress).indexed
-        from core.retention import Policy
+        from core.graph.retention import Policy
 
         report = doctor.check(store, repair=args.repair, embedder_name=MODEL_NAME, reindex=reindex,
                               retention_policy=Policy.from_config(_config(args)))
@@ -654,7 +654,7 @@ def cmd_eval(args, out: Out) -> int:
     from core.indexer import Indexer
     from core.paths import data_dir
     from core.search import Searcher
-    from core.store import Store
+    from core.graph.store import Store
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -666,7 +666,8 @@ def cmd_eval(args, out: Out) -> int:
     # and embeds (so a changed chunker never reuses a stale collection).
     import hashlib
 
-    from core import chunker, embedder as embedder_module, indexer as indexer_module, migrations
+    from core import chunker, embedder as embedder_module, indexer as indexer_module
+    from core.graph import migrations
 
     code = hashlib.sha256()
     for module in (chunker, embedder_module, indexer_module, migrations):
@@ -824,7 +825,7 @@ def cmd_ask(args, out: Out) -> int:
         failure: list[BaseException] = []
 
         def work():
-            from core.store import Store
+            from core.graph.store import Store
 
             # SQLite connections belong to one thread: the worker opens its own.
             with Store(store.path) as own:

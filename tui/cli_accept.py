@@ -1,5 +1,5 @@
 """`--accept N,N` for the verbs that print a numbered list and write the chosen items on a second run
-(`cairn distil`, `cairn integrate`, `cairn links`); the list itself is kept by core.pending."""
+(`cairn distil`, `cairn integrate`, `cairn links`); the list itself is kept by core.graph.shown_lists."""
 
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
 """`cairn retired` lists the nodes distilled chats retired; `cairn unretire ID` brings one back.
 
 Un-retiring is an undo, like `cairn restore`, so it asks nothing: the node gets back into retrieval
-and the hubs, and its provenance log keeps both the retirement and the un-retirement (core.retirement).
+and the hubs, and its provenance log keeps both the retirement and the un-retirement (core.graph.retirement).
 """
 
 from __future__ import annotations
 
 
 def cmd_retired(args, out) -> int:
-    from core import retirement
+    from core.graph import retirement
     from core.errors import InvalidInput
     from tui.cli import _store
 
@@ -41,7 +41,7 @@ def cmd_retired(args, out) -> int:
 
 
 def cmd_unretire(args, out) -> int:
-    from core import retirement
+    from core.graph import retirement
     from tui.cli import _store
 
     with _store(args, readonly=True) as store:

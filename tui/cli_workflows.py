@@ -14,7 +14,7 @@ needs `--yes` elsewhere; all the accepted links are written in one transaction, 
 
 from __future__ import annotations
 
-from core import pending
+from core.graph import shown_lists
 from core.errors import CairnError, InvalidInput
 from tui.cli_accept import accept_numbers
 from tui.cli_checks import positive_int
@@ -41,14 +41,14 @@ def _pending_key(mode: str, node_id: int) -> str:
 
 
 def _save(store, mode: str, node_id: int, proposals, warnings: list[str]) -> None:
-    pending.save(store, _pending_key(mode, node_id), [p.as_dict() for p in proposals], warnings,
+    shown_lists.save(store, _pending_key(mode, node_id), [p.as_dict() for p in proposals], warnings,
                  owner=("node", node_id))
 
 
 def _load(store, mode: str, node_id: int):
     from core.integrate import Proposal
 
-    kept = pending.load(store, _pending_key(mode, node_id), owner=("node", node_id))  # OwnerDeleted: node gone
+    kept = shown_lists.load(store, _pending_key(mode, node_id), owner=("node", node_id))  # OwnerDeleted: node gone
     if kept is None:
         return None
     proposals, warnings, at = kept
@@ -56,7 +56,7 @@ def _load(store, mode: str, node_id: int):
 
 
 def _clear(store, mode: str, node_id: int) -> None:
-    pending.clear(store, _pending_key(mode, node_id))
+    shown_lists.clear(store, _pending_key(mode, node_id))
 
 
 def _find(args, store, mode: str):

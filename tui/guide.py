@@ -16,7 +16,7 @@ def load_guide(app) -> None:
 
 
 def _load(app) -> None:
-    from core import getting_started
+    from core.graph import getting_started
 
     try:
         with app.services.store() as store:

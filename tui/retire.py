@@ -1,6 +1,6 @@
 """Retired nodes in the app: the Focus tab's "retired" line and the palette's "Focus: un-retire".
 
-A retired node (core.retirement) stays openable; its tab says it is retired, by which chat and
+A retired node (core.graph.retirement) stays openable; its tab says it is retired, by which chat and
 when, and how to bring it back. Un-retiring writes in a worker, then posts NodesChanged so every
 view (the Nodes list, the tab itself) shows the node as current again.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator
 from rich.text import Text
 from textual.app import SystemCommand
 
-from core import retirement
+from core.graph import retirement
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.messages import NodesChanged

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from core import config as config_module
-from core.store import Store
+from core.graph.store import Store
 
 
 class Services:

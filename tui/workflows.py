@@ -41,7 +41,7 @@ def after_save(app, node_id: int) -> None:
 def _check(app, node_id: int) -> None:
     from core.errors import NotFound
     from core.mentions import suggest_links
-    from core.store import Store
+    from core.graph.store import Store
 
     try:
         with Store(app.services.db_path) as store:

@@ -74,7 +74,7 @@ class DistilReviewScreen(ReviewScreen):
     def find(self, cancel: threading.Event) -> Found:
         from core import distil
         from core.search import Searcher
-        from core.store import Store
+        from core.graph.store import Store
 
         cfg = self.services.config
         provider = (self.make_provider or default_provider)(cfg)

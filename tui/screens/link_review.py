@@ -80,7 +80,7 @@ class LinkReviewScreen(ReviewScreen):
     # -- finding -----------------------------------------------------------------------------------
     def find(self, cancel: threading.Event) -> Found:
         from core import integrate
-        from core.store import Store
+        from core.graph.store import Store
 
         warnings: list[str] = []
         # A connection of its own: this worker's SQLite connection belongs to this thread, and the

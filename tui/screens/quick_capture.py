@@ -99,7 +99,7 @@ class QuickCapture(ModalScreen[int | None]):
             self.query_one("#capture-title", Input).focus()
             return
         if not values["title"]:
-            from core.store import title_from_text
+            from core.graph.store import title_from_text
 
             values["title"] = title_from_text(values["source"])
         self._saving = True

@@ -1,7 +1,7 @@
 """First run on an empty database. CONTRACT: WelcomeScreen(services); load or skip the Getting
 started graph; after loading, posts NodesChanged to the app.
 
-`g` (or the first button) loads the guide in a worker (`core.getting_started.load`), posts
+`g` (or the first button) loads the guide in a worker (`core.graph.getting_started.load`), posts
 NodesChanged with the new ids, opens the "Welcome to Cairn" node and dismisses with the ids;
 `escape` / `s` (or the second button) dismisses with None and leaves the database empty.
 """
@@ -80,7 +80,7 @@ class WelcomeScreen(ModalScreen[list[int] | None]):
 
     @work(thread=True, exclusive=True, group="welcome", exit_on_error=False)
     def _load(self) -> None:
-        from core import getting_started
+        from core.graph import getting_started
 
         try:
             with self.services.store() as store:

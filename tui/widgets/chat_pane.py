@@ -433,7 +433,7 @@ class ChatPane(Vertical):
     def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event) -> None:
         from core.chat import Chat
         from core.providers import ProviderError
-        from core.store import Store
+        from core.graph.store import Store
 
         cfg = self.services.config
         stored = False
@@ -804,7 +804,7 @@ class ChatPane(Vertical):
         from core import usage_log
         from core.chat import Chat
         from core.providers.offline import OfflineProvider
-        from core.store import Store
+        from core.graph.store import Store
 
         try:
             with Store(self.services.db_path) as store:

@@ -351,7 +351,7 @@ class ContextViewer(VerticalScroll):
         from core.chat import Chat
         from core.context import ContextEngine, ContextRequest, Focus
         from core.search import Searcher
-        from core.store import Store
+        from core.graph.store import Store
 
         cfg = self.services.config
         provider = preview_provider(cfg)

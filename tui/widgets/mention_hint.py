@@ -66,7 +66,7 @@ class MentionHint(Static):
     def _find(self, generation: int, segments: list[str]) -> None:
         from core.errors import CairnError
         from core.mentions import scan, suggest_links
-        from core.store import Store
+        from core.graph.store import Store
 
         try:
             with Store(self.services.db_path) as store:

@@ -29,7 +29,7 @@ from textual.worker import get_current_worker
 
 from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
-from core.store import clean_dimensions, clean_event_date
+from core.graph.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
 from tui.retire import status_text as retired_text
 from tui.widgets.mention_hint import MentionHint

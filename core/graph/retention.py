@@ -1,7 +1,7 @@
 """Retention of auto-written memory: a policy the user sets (`[memory] max_age_days`, `max_count`).
 
 Only nodes with type='memory' are ever considered; the user's own notes (any other type) are never
-touched, however old. A memory node's age is counted from its last use (core.memory: put into a
+touched, however old. A memory node's age is counted from its last use (core.graph.memory: put into a
 request or read by a tool) or its last edit, whichever is later; its creation if neither happened.
 Restoring a node from the trash counts as an edit (it sets updated_at), so a memory the user brings
 back is not trashed again on the next start. Nothing runs without a policy

@@ -1,4 +1,4 @@
-"""Kept proposal lists (core/pending.py) never outlive the chat or node they belong to: a later
+"""Kept proposal lists (core/graph/shown_lists.py) never outlive the chat or node they belong to: a later
 `--accept` names what was deleted, applies nothing and discards the list; listing again sweeps away
 every other orphaned list. Run on a real database, the CLI verbs in-process through tui.cli.main."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 
 from chat_support import _no_proxies, anth, searcher  # noqa: F401  (fixtures)
-from core import pending
+from core.graph import shown_lists
 from core.errors import InvalidInput, NotFound
-from core.pending import OwnerDeleted
+from core.graph.shown_lists import OwnerDeleted
 from fakes import text
 from test_distil import cairn as distil_cli, cli_env, conversation, graph, node_count, scripted_reply  # noqa: F401
 from tui.cli import main
@@ -132,17 +132,17 @@ def test_listing_sweeps_away_the_lists_of_deleted_owners(store, notes, conversat
     assert "vec_generation" in keys  # other meta rows are left alone
 
 
-# -- core.pending ---------------------------------------------------------------------------------
+# -- core.graph.shown_lists ---------------------------------------------------------------------------------
 def test_an_owner_replaced_under_the_same_id_counts_as_deleted(store):
     node = store.add_node("Original", "text")["id"]
-    pending.save(store, "test.list", [{"x": 1}], [], owner=("node", node))
-    proposals, warnings, at = pending.load(store, "test.list", owner=("node", node))
+    shown_lists.save(store, "test.list", [{"x": 1}], [], owner=("node", node))
+    proposals, warnings, at = shown_lists.load(store, "test.list", owner=("node", node))
     assert proposals == [{"x": 1}] and warnings == [] and at.startswith("20")
     # A backup restored over the database: another row now holds the id.
     store.db.execute("UPDATE nodes SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = ?", (node,))
     with pytest.raises(OwnerDeleted, match=rf"^Node {node} \(“Original”\) was deleted after its 1 proposal was "
                                            "listed at "):
-        pending.load(store, "test.list", owner=("node", node))
+        shown_lists.load(store, "test.list", owner=("node", node))
     assert store.meta("test.list") is None
 
 
@@ -150,30 +150,30 @@ def test_a_list_saved_before_owners_were_recorded_is_checked_against_the_callers
     node = store.add_node("Old list owner", "text")["id"]
     store.set_meta("test.legacy", json.dumps({"at": "2026-01-02T03:04:05.000Z", "proposals": [{}, {}],
                                               "warnings": []}))
-    assert pending.load(store, "test.legacy", owner=("node", node))[0] == [{}, {}]
+    assert shown_lists.load(store, "test.legacy", owner=("node", node))[0] == [{}, {}]
     store.delete_node(node)
     with pytest.raises(OwnerDeleted, match=rf"^Node {node} was deleted after its 2 proposals were listed at "
                                            r"2026-01-02 03:04 UTC; the kept list was discarded"):
-        pending.load(store, "test.legacy", owner=("node", node))
+        shown_lists.load(store, "test.legacy", owner=("node", node))
     assert store.meta("test.legacy") is None
 
 
 def test_bad_owners_are_refused_and_nothing_is_kept(store):
     with pytest.raises(InvalidInput, match="belongs to a chat or a node, not a 'edge'"):
-        pending.save(store, "test.bad", [], [], owner=("edge", 1))
+        shown_lists.save(store, "test.bad", [], [], owner=("edge", 1))
     with pytest.raises(NotFound, match="There is no chat 999."):
-        pending.save(store, "test.bad", [], [], owner=("chat", 999))
+        shown_lists.save(store, "test.bad", [], [], owner=("chat", 999))
     assert store.meta("test.bad") is None
     with pytest.raises(InvalidInput):
-        pending.load(store, "test.bad", owner=("message", 1))
+        shown_lists.load(store, "test.bad", owner=("message", 1))
 
 
 def test_sweep_reports_what_it_discarded(store):
     keep = store.add_node("Kept", "a")["id"]
     gone = store.add_node("Gone", "b")["id"]
-    pending.save(store, "test.keep", [], [], owner=("node", keep))
-    pending.save(store, "test.gone", [], [], owner=("node", gone))
+    shown_lists.save(store, "test.keep", [], [], owner=("node", keep))
+    shown_lists.save(store, "test.gone", [], [], owner=("node", gone))
     store.set_meta("test.not_json", "not json {")  # other meta values, whatever they hold, are left alone
     store.delete_node(gone)
-    assert pending.sweep(store) == ["test.gone"]
+    assert shown_lists.sweep(store) == ["test.gone"]
     assert {"test.keep", "test.not_json"} <= meta_keys(store) and "test.gone" not in meta_keys(store)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from core.errors import DatabaseError
-from core.migrations import MIGRATIONS
+from core.graph.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_WAIT_SECONDS = 30  # how long Database.transaction keeps retrying BEGIN IMMEDIATE on a locked database

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from core import clock
-from core.db import Database, IntegrityError
+from core.graph.db import Database, IntegrityError
 from core.errors import InvalidInput, NotFound
 
 MAX_TITLE = 500
@@ -250,7 +250,7 @@ class Store:
     def delete_node(self, node_id: int) -> dict[str, Any]:
         """Move a node (and its edges) to the trash; chunks, FTS rows and vectors go with it.
 
-        A memory node's use count (its `memory_access` row, core.memory) is kept in the trash payload
+        A memory node's use count (its `memory_access` row, core.graph.memory) is kept in the trash payload
         as "memory_access": the row itself goes with the node (ON DELETE CASCADE), and without the copy
         a memory restored from the trash would come back as never used (no boost, first in line for
         the retention policy)."""

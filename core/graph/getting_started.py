@@ -7,7 +7,7 @@ carries metadata {"getting_started": true}, and if any such node exists nothing 
 
 from __future__ import annotations
 
-from core.store import Store
+from core.graph.store import Store
 
 MARK = "getting_started"
 DIMENSION = "cairn-guide"

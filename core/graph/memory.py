@@ -5,7 +5,7 @@ A *use* is a memory passage put into a request's retrieved block, or a memory no
 model by a read tool (getNodesById, searchContent); it is counted once per chat turn. Uses live in
 the `memory_access` side table (migration 2), so a use never rewrites the node's row. The user's own
 notes (any other type) are never counted and never boosted. A memory node moved to the trash keeps
-its count in the trash payload, and `cairn restore` brings it back with the node (core.store).
+its count in the trash payload, and `cairn restore` brings it back with the node (core.graph.store).
 
 Where the boost applies (one rule: it orders what Cairn itself puts into a chat request, nothing else):
 

@@ -148,11 +148,11 @@ _V1 = [
 ]
 
 # 2: how often and how recently each auto-written memory node (type='memory') was used: put into a
-# request's retrieved passages or returned by a read tool (core.memory). A side table rather than
+# request's retrieved passages or returned by a read tool (core.graph.memory). A side table rather than
 # columns on `nodes`: recording a use never rewrites the node's row, so nodes.updated_at (which
 # orders the Nodes pane and breaks hub ties) keeps meaning "last edited", and no node trigger runs.
 # Deleting the node removes its row; the trash keeps a copy in the node's payload and restoring puts it
-# back (core.store.delete_node / restore_node; before that copy, a restored memory came back unused).
+# back (core.graph.store.delete_node / restore_node; before that copy, a restored memory came back unused).
 _V2 = [
     """CREATE TABLE memory_access (
         node_id           INTEGER PRIMARY KEY REFERENCES nodes(id) ON DELETE CASCADE,

@@ -14,7 +14,7 @@ from typing import Any
 from core import distil
 from core.distil import RETIRED
 from core.errors import NotFound
-from core.store import Store
+from core.graph.store import Store
 
 
 def is_retired(node: dict) -> bool:
