@@ -20,7 +20,7 @@ from core import lexical_rescue, retrieval_fallback
 from core.graph import memory
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
-from core.distil import RETIRED
+from core.graph.retirement import RETIRED
 from core.focus import Focus  # noqa: F401  (part of this module's interface)
 from core.graph.store import Store
 

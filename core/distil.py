@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 from core import clock, model_reply, usage_log
 from core.graph import shown_lists
+from core.graph.retirement import RETIRED
 from core.errors import CairnError, InvalidInput, NotFound
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
 
@@ -53,7 +54,6 @@ TOOL_SUMMARY_CHARS = 200
 MAX_REPLY_TOKENS = 8_192
 MAX_PREVIOUS_CHARS = 50_000  # old values kept in provenance_log up to this size in all
 EXCERPT_CHARS = 300
-RETIRED = "retired"
 KINDS = ("addition", "update", "retirement")
 TEXT_FIELDS = ("title", "description", "source")
 
@@ -616,20 +616,3 @@ def apply(store: Store, chat_id: int, accepted: list[Proposal]) -> Applied:
                 store.update_node(p.node_id, metadata=meta, dimensions=node["dimensions"] + [RETIRED])
                 done.retired.append(p.node_id)
     return done
-
-
-def unretire(store: Store, node_id: int, *, via: str | None = None) -> dict:
-    """Undo a retirement: the `retired` dimension and metadata.retired go; provenance_log keeps the record
-    (`{kind: "unretired", at, was, via}`: `was` is the retirement undone, None if it was added by hand)."""
-    with store.db.transaction():  # read and write as one: a concurrent edit cannot slip in between
-        node = store.get_node(node_id)
-        if RETIRED not in [d.lower() for d in node["dimensions"]]:
-            raise InvalidInput(f"Node {node_id} ({node['title']!r}) is not retired; nothing was changed.")
-        meta = dict(node.get("metadata") or {})
-        record = meta.pop("retired", None)
-        entry = {"kind": "unretired", "at": clock.now(), "was": record}
-        if via:
-            entry["via"] = via
-        meta["provenance_log"] = list(meta.get("provenance_log") or []) + [entry]
-        return store.update_node(node_id, metadata=meta,
-                                 dimensions=[d for d in node["dimensions"] if d.lower() != RETIRED])

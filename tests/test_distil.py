@@ -21,6 +21,7 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
 )
 from core import distil
+from core.graph import retirement
 from core.distil import DistilError, Proposal, StaleProposal
 from core.errors import InvalidInput, NotFound
 from fakes import http_error, text, tool_call
@@ -332,11 +333,11 @@ def test_editing_a_proposal_remakes_the_diff_and_unretire_restores(store, conver
     applied = distil.apply(store, c["chat"].id, [add2, upd2, ret])
     assert store.get_node(applied.created[0])["title"] == "Filing-cabinet smoker"
     assert store.get_node(c["compost"])["source"] == "Mix four parts browns to one part greens."
-    node = distil.unretire(store, c["oven"])
+    node = retirement.unretire(store, c["oven"])
     assert node["dimensions"] == ["projects"] and "retired" not in node["metadata"]
     assert [e["kind"] for e in node["metadata"]["provenance_log"]] == ["retirement", "unretired"]
     with pytest.raises(InvalidInput, match="is not retired"):
-        distil.unretire(store, c["oven"])
+        retirement.unretire(store, c["oven"])
 
 
 def test_an_already_retired_node_cannot_be_retired_again(store, conversation, anth):

@@ -1,9 +1,9 @@
 """Retired nodes: which they are, why they were retired, and bringing one back.
 
-A node is retired exactly when it carries the `retired` dimension (core.distil); `metadata.retired`
-is the record a distilled chat left (`{reason, chat_id, message_id, via, at}`), missing when the
+A node is retired exactly when it carries the `retired` dimension (`RETIRED`); `metadata.retired`
+is the record a distilled chat left (core.distil: `{reason, chat_id, message_id, via, at}`), missing when the
 dimension was added by hand. Retired nodes stay in the graph but are neither hubs nor retrieved
-(core.context); `restore()` undoes that through `core.distil.unretire`, which keeps the retirement in
+(core.context); `restore()` undoes that through `unretire`, which keeps the retirement in
 `metadata.provenance_log` next to an `unretired` entry, so the history survives the undo.
 """
 
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from core import distil
-from core.distil import RETIRED
-from core.errors import NotFound
+from core import clock
+from core.errors import InvalidInput, NotFound
 from core.graph.store import Store
+
+RETIRED = "retired"  # the dimension that marks a node retired
 
 
 def is_retired(node: dict) -> bool:
@@ -74,9 +75,26 @@ def restore(store: Store, node_id: int, *, via: str) -> dict[str, Any]:
     """Un-retire a node (`via`: "cli", "app" ... for its provenance log); the node as it is now.
     A node in the trash is named as such: it has to be restored from there first."""
     try:
-        return distil.unretire(store, node_id, via=via)
+        return unretire(store, node_id, via=via)
     except NotFound:
         if any(t["node_id"] == int(node_id) for t in store.trash()):
             raise NotFound(f"Node {node_id} is in the trash: `cairn restore {node_id}` brings it back "
                            "(still retired), then un-retire it.") from None
         raise
+
+
+def unretire(store: Store, node_id: int, *, via: str | None = None) -> dict:
+    """Undo a retirement: the `retired` dimension and metadata.retired go; provenance_log keeps the record
+    (`{kind: "unretired", at, was, via}`: `was` is the retirement undone, None if it was added by hand)."""
+    with store.db.transaction():  # read and write as one: a concurrent edit cannot slip in between
+        node = store.get_node(node_id)
+        if RETIRED not in [d.lower() for d in node["dimensions"]]:
+            raise InvalidInput(f"Node {node_id} ({node['title']!r}) is not retired; nothing was changed.")
+        meta = dict(node.get("metadata") or {})
+        record = meta.pop("retired", None)
+        entry = {"kind": "unretired", "at": clock.now(), "was": record}
+        if via:
+            entry["via"] = via
+        meta["provenance_log"] = list(meta.get("provenance_log") or []) + [entry]
+        return store.update_node(node_id, metadata=meta,
+                                 dimensions=[d for d in node["dimensions"] if d.lower() != RETIRED])
