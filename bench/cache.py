@@ -91,8 +91,8 @@ import anthropic  # noqa: E402
 from core.chat import Chat  # noqa: E402
 from core.config import Config  # noqa: E402
 from core.context import Focus  # noqa: E402
-from core.embedder import Embedder  # noqa: E402
-from core.indexer import Indexer  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
+from core.index.indexer import Indexer  # noqa: E402
 from core.providers.anthropic_provider import AnthropicProvider  # noqa: E402
 from core.search import Searcher  # noqa: E402
 from core.graph.store import Store  # noqa: E402

@@ -35,8 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.embedder import Embedder  # noqa: E402
-from core.indexer import Indexer  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
+from core.index.indexer import Indexer  # noqa: E402
 from core.search import Searcher, Tuning  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 from core.vault import import_vault  # noqa: E402

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from bench.retrieval import DEFAULT_DATA, junk_hits, load_split, log, offtopic_queries  # noqa: E402
 from core import context as context_module  # noqa: E402
 from core import lexical_rescue  # noqa: E402
-from core.embedder import Embedder  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
 from core.search import Searcher  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 

@@ -33,16 +33,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import beir  # noqa: E402
-from core import chunker as chunker_module  # noqa: E402
+from core.index import chunker as chunker_module  # noqa: E402
 from core import context as context_module  # noqa: E402
-from core import embedder as embedder_module  # noqa: E402
-from core import indexer as indexer_module  # noqa: E402
+from core.index import embedder as embedder_module  # noqa: E402
+from core.index import indexer as indexer_module  # noqa: E402
 from core.graph import migrations  # noqa: E402
 from core.agents import BUILT_IN  # noqa: E402
-from core.chunker import Chunker  # noqa: E402
+from core.index.chunker import Chunker  # noqa: E402
 from core.context import ContextEngine  # noqa: E402
-from core.embedder import Embedder  # noqa: E402
-from core.indexer import Indexer  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
+from core.index.indexer import Indexer  # noqa: E402
 from core.search import Searcher, Tuning  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 

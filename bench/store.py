@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import clock  # noqa: E402
-from core.embedder import Embedder  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
 from core.fts_query import STOPWORDS  # noqa: E402
-from core.indexer import Indexer  # noqa: E402
+from core.index.indexer import Indexer  # noqa: E402
 from core.search import Searcher  # noqa: E402
 from core.graph.store import Store, content_hash, title_from_text  # noqa: E402
 

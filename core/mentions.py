@@ -205,7 +205,7 @@ _dictionary_lock = threading.Lock()
 
 def _vocabulary_file() -> Path:
     """The offline embedder's tokenizer.json (raises EmbedderError when the package lacks it)."""
-    from core.embedder import tokenizer_path
+    from core.index.embedder import tokenizer_path
 
     return tokenizer_path()
 

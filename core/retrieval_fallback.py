@@ -37,7 +37,7 @@ KEYWORD_RELATIVE = 0.5
 KEYWORD_PASSAGES = 4
 RECENT_NODES = 2
 CANDIDATES = 20
-PASSAGE_CHARS = 1000  # about one chunk (core.chunker: 200 tokens)
+PASSAGE_CHARS = 1000  # about one chunk (core.index.chunker: 200 tokens)
 _TAIL = "; passages are keyword matches plus the most recent notes."
 
 

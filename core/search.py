@@ -124,7 +124,7 @@ class Searcher:
     @property
     def embedder(self):
         if self._embedder is None:
-            from core.embedder import shared_embedder
+            from core.index.embedder import shared_embedder
 
             self._embedder = shared_embedder()
         return self._embedder
@@ -132,7 +132,7 @@ class Searcher:
     @property
     def mirror(self):
         if self._mirror is None:
-            from core.vector_mirror import VectorMirror
+            from core.index.vector_mirror import VectorMirror
 
             self._mirror = VectorMirror(self.db, self.embedder.dimensions)
         return self._mirror

@@ -25,7 +25,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from core.embedder import Embedder
+    from core.index.embedder import Embedder
 
     return Embedder()
 
@@ -46,7 +46,7 @@ def store(db_path):
 
 @pytest.fixture
 def indexer(store, embedder):
-    from core.indexer import Indexer
+    from core.index.indexer import Indexer
 
     return Indexer(store, embedder)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.chunker import MAX_CHUNK_TOKENS, Chunker
+from core.index.chunker import MAX_CHUNK_TOKENS, Chunker
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def true_count():
     """Word pieces of a text with [CLS]/[SEP], never truncated: an independent ruler for chunk sizes."""
     from tokenizers import Tokenizer
 
-    from core.embedder import tokenizer_path
+    from core.index.embedder import tokenizer_path
 
     tok = Tokenizer.from_file(str(tokenizer_path()))
     tok.no_truncation()

@@ -24,9 +24,9 @@ QUESTION = "How do I feed a sourdough starter?"
 
 @pytest.fixture(autouse=True)
 def _one_embedder(embedder, monkeypatch):
-    import core.embedder
+    import core.index.embedder
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
 
 
 @pytest.fixture

@@ -364,13 +364,13 @@ def test_the_setting_is_validated(tmp_path):
 
 async def test_the_chat_pane_shows_the_problems_and_does_not_link_dangling_citations(db_path, store, indexer,
                                                                                   embedder, monkeypatch):
-    import core.embedder
+    import core.index.embedder
     from fakes import FakeAnthropic
     from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send
     from tui_support import wait_for
     from tui.widgets.chat_pane import SourceList
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     starter = store.add_node("Sourdough starter", "Feed the sourdough starter with flour and water every day.")["id"]
     indexer.run()
     with FakeAnthropic() as srv:

@@ -36,7 +36,7 @@ voltage marble saffron harbor circuit fossil canyon opera velvet magnet prism tu
 
 # `cairn index` with smaller batches (a wrapper like test_concurrency's lock test): a small corpus then has
 # many commit points, so random kills land before, between and inside batch transactions.
-SMALL_BATCH_INDEX = ("import sys, core.indexer as i; i.BATCH_INPUTS = int(sys.argv[1]); from tui.cli import main; "
+SMALL_BATCH_INDEX = ("import sys, core.index.indexer as i; i.BATCH_INPUTS = int(sys.argv[1]); from tui.cli import main; "
                      "sys.exit(main(sys.argv[2:]))")
 # `cairn` with SQLite's page limit pinned at the database's current size: every write that needs a new page
 # fails with SQLITE_FULL ("database or disk is full"), exactly as on a full disk, through the whole CLI.
@@ -58,7 +58,7 @@ FULL_DB_CLI = ("import sys, core.graph.db as d\n"
 APP_INDEXER = r"""
 import json, sqlite3, sys, threading, time
 from pathlib import Path
-import core.indexer as ci
+import core.index.indexer as ci
 db, ready, stop, limit = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4])
 tally = {"runs": 0, "indexed": 0, "errors": 0, "error_notifications": 0}
 tally_lock = threading.Lock()

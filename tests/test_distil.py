@@ -432,9 +432,9 @@ def test_pending_proposals_round_trip(store, conversation, anth):
 # -- the CLI ---------------------------------------------------------------------------------------
 @pytest.fixture
 def cli_env(monkeypatch, anth, embedder):
-    import core.embedder
+    import core.index.embedder
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)  # the CLI's searcher: the session's embedder
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)  # the CLI's searcher: the session's embedder
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
 
@@ -594,10 +594,10 @@ def status(screen) -> str:
 
 async def test_review_screen_applies_only_the_accepted_proposals(store, conversation, anth, embedder, monkeypatch,
                                                                  db_path):
-    import core.embedder
+    import core.index.embedder
     from fakes import slow
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     c = conversation
     anth.script.add(slow(1.0), text(scripted_reply(c, extra=bad_items(c)[:1])))
     count = node_count(store)
@@ -640,10 +640,10 @@ async def test_review_screen_applies_only_the_accepted_proposals(store, conversa
 
 async def test_review_screen_edits_shows_text_literally_and_escape_writes_nothing(store, conversation, anth,
                                                                                   embedder, monkeypatch, db_path):
-    import core.embedder
+    import core.index.embedder
     from textual.widgets import TextArea
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     c = conversation
     reply = json.loads(scripted_reply(c))
     reply["proposals"][0]["title"] = "[bold]Smoker[/bold] plan"
@@ -688,9 +688,9 @@ async def test_review_screen_edits_shows_text_literally_and_escape_writes_nothin
 
 async def test_review_screen_reports_a_stale_update_and_keeps_the_choices(store, conversation, anth, embedder,
                                                                          monkeypatch, db_path):
-    import core.embedder
+    import core.index.embedder
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     c = conversation
     anth.script.add(text(scripted_reply(c)))
     app = review_app(db_path, anth)
@@ -743,10 +743,10 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
 
 async def test_escape_while_distilling_leaves_and_writes_nothing(store, conversation, anth, embedder, monkeypatch,
                                                                  db_path):
-    import core.embedder
+    import core.index.embedder
     from fakes import slow
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     c = conversation
     anth.script.add(slow(1.0), text(scripted_reply(c)))
     before = snapshot_nodes(store)

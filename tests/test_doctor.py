@@ -9,7 +9,7 @@ import pytest
 
 from core import doctor
 from core.graph.db import Database
-from core.indexer import Indexer
+from core.index.indexer import Indexer
 from core.search import Searcher
 
 SECTIONED = "\n\n".join(

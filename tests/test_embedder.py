@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from core.embedder import DIMENSIONS, MAX_TOKENS, MODEL_NAME
+from core.index.embedder import DIMENSIONS, MAX_TOKENS, MODEL_NAME
 
 # (anchor, closer, farther)
 ORDERINGS = [
@@ -70,7 +70,7 @@ def _reference_embed(session, texts: list[str]) -> np.ndarray:
     """Mean pooling written independently: own tokenizer, own padding, own masked mean, L2 norm."""
     from tokenizers import Tokenizer
 
-    from core.embedder import tokenizer_path
+    from core.index.embedder import tokenizer_path
 
     tok = Tokenizer.from_file(str(tokenizer_path()))
     tok.enable_truncation(max_length=256)
@@ -136,8 +136,8 @@ def test_token_offsets_are_character_spans(embedder):
 def test_importing_core_does_not_load_onnxruntime():
     code = (
         "import sys\n"
-        "import core.embedder, core.graph.store, core.indexer, core.search, core.chunker, core.doctor\n"
-        "from core.embedder import Embedder\n"
+        "import core.index.embedder, core.graph.store, core.index.indexer, core.search, core.index.chunker, core.doctor\n"
+        "from core.index.embedder import Embedder\n"
         "e = Embedder()\n"
         "assert e.count_tokens('counting needs only the tokenizer') > 2\n"
         "print('onnxruntime' in sys.modules, 'textual' in sys.modules)\n"

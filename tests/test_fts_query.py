@@ -24,7 +24,7 @@ NOTES = [
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory, embedder):
-    from core.indexer import Indexer
+    from core.index.indexer import Indexer
 
     store = Store(tmp_path_factory.mktemp("fts") / "cairn.db")
     ids = {}

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core import browse, fts_query
-from core.chunker import Chunker
+from core.index.chunker import Chunker
 from core.graph.store import Store
 
 SETTINGS = dict(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.indexer import TITLE_PREFIX_TOKENS, Indexer
+from core.index.indexer import TITLE_PREFIX_TOKENS, Indexer
 from core.graph.store import Store, content_hash
 
 
@@ -241,7 +241,7 @@ def test_every_embedding_input_fits_the_model_window(store, embedder, monkeypatc
     """Chunks are embedded with the title in front; the whole input must fit 256 word pieces untruncated."""
     from tokenizers import Tokenizer
 
-    from core.embedder import tokenizer_path
+    from core.index.embedder import tokenizer_path
 
     tok = Tokenizer.from_file(str(tokenizer_path()))
     tok.no_truncation()

@@ -107,7 +107,7 @@ async def test_lists_exactly_the_tools_with_the_model_schemas(cairn_cmd, db, err
 
 
 async def test_create_get_and_search_before_and_after_indexing(cairn_cmd, db, errlog, embedder):
-    from core.indexer import Indexer
+    from core.index.indexer import Indexer
 
     async with mcp_session(cairn_cmd, db, errlog) as s:
         made = await ok(s, "createNode", {"title": "Glaciers", "source": "Glaciers carve deep valleys as they "

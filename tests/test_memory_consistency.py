@@ -38,9 +38,9 @@ def access_of(store, node_id: int) -> dict:
 
 @pytest.fixture
 def cli_embedder(monkeypatch, embedder):
-    import core.embedder
+    import core.index.embedder
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)  # the CLI's searcher: the session's embedder
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)  # the CLI's searcher: the session's embedder
 
 
 # -- a restored memory keeps its use count -----------------------------------------------------------

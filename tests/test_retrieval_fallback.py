@@ -155,14 +155,14 @@ def test_cairn_context_prints_the_note(cairn_cmd, cli_env):
 
 # -- the Context viewer shows it -------------------------------------------------------------------------
 async def test_the_context_viewer_shows_the_note_above_the_retrieved_block(store, db_path, embedder, monkeypatch):
-    import core.embedder
+    import core.index.embedder
     from rich.text import Text
 
     from tui.app import CairnApp
     from tui.widgets.chat_pane import ChatInput
     from tui.widgets.context_viewer import ContextViewer
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     for i in range(60):
         store.add_node(f"Imported {i}", f"Imported page {i} about the kiln schedule.")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from core.errors import InvalidInput, NotFound
-from core.indexer import Indexer
+from core.index.indexer import Indexer
 from core.search import Searcher, Tuning
 from core.graph.store import Store
 

@@ -150,14 +150,14 @@ def test_cairn_stats_without_a_database_says_so_and_creates_nothing(cairn_cmd, c
 async def test_the_viewer_shows_the_stats_section(store, db_path, embedder, monkeypatch):
     import time
 
-    import core.embedder
+    import core.index.embedder
     from rich.text import Text
     from textual.widgets import Collapsible
 
     from tui.app import CairnApp
     from tui.widgets.context_viewer import ContextViewer
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
     store.add_node("A note", "Some text.")
     store.add_node("Answered: q", "A memory.", type="memory")
 

@@ -67,9 +67,9 @@ class GatedProvider(Provider):
 @pytest.fixture(autouse=True)
 def _one_embedder(embedder, monkeypatch):
     """The app's workers use the shared embedder: make it the session's (loaded once)."""
-    import core.embedder
+    import core.index.embedder
 
-    monkeypatch.setattr(core.embedder, "_shared", embedder)
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
 
 
 @pytest.fixture

@@ -300,7 +300,7 @@ class CairnApp(App):
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
     def index_pending(self) -> None:
         """Chunk and embed pending nodes (written here or by other processes) with its own connection."""
-        from core.indexer import Indexer
+        from core.index.indexer import Indexer
         from core.graph.store import Store
 
         with Store(self.db) as store:

@@ -347,7 +347,7 @@ def cmd_list(args, out: Out) -> int:
 
 
 def cmd_index(args, out: Out) -> int:
-    from core.indexer import Indexer
+    from core.index.indexer import Indexer
 
     with _store(args) as store:
         indexer = Indexer(store)
@@ -403,13 +403,13 @@ class _progress:
 
 def cmd_doctor(args, out: Out) -> int:
     from core import doctor
-    from core.embedder import MODEL_NAME
+    from core.index.embedder import MODEL_NAME
 
     with _store(args) as store:
         reindex = None
         if args.repair:
             def reindex() -> int:
-                from core.indexer import Indexer
+                from core.index.indexer import Indexer
 
                 with _progress(out, "Re-indexing", "nodes") as progress:
                     return Indexer(store).run(progress=progress).indexed
@@ -515,7 +515,7 @@ def _index_after(args, out: Out, store, state: dict | None = None):
         if state is not None:
             state["told"] = True
         return None
-    from core.indexer import Indexer
+    from core.index.indexer import Indexer
 
     state = state if state is not None else {}
     if "indexer" not in state:
@@ -650,8 +650,8 @@ def cmd_watch(args, out: Out) -> int:
 
 def cmd_eval(args, out: Out) -> int:
     from core import beir
-    from core.embedder import shared_embedder
-    from core.indexer import Indexer
+    from core.index.embedder import shared_embedder
+    from core.index.indexer import Indexer
     from core.paths import data_dir
     from core.search import Searcher
     from core.graph.store import Store
@@ -666,7 +666,9 @@ def cmd_eval(args, out: Out) -> int:
     # and embeds (so a changed chunker never reuses a stale collection).
     import hashlib
 
-    from core import chunker, embedder as embedder_module, indexer as indexer_module
+    from core.index import chunker
+    from core.index import embedder as embedder_module
+    from core.index import indexer as indexer_module
     from core.graph import migrations
 
     code = hashlib.sha256()

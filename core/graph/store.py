@@ -1,7 +1,7 @@
 """Nodes and edges: create, read, update, delete, and the queries the product needs.
 
 One transaction per user action. Writing title, description or source marks the node `pending`;
-the indexer (`core.indexer`) does the chunking and embedding.
+the indexer (`core.index.indexer`) does the chunking and embedding.
 """
 
 from __future__ import annotations

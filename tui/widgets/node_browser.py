@@ -276,7 +276,7 @@ class NodeBrowser(Vertical):
     def _warm_embedder(self) -> None:
         """Load the query embedder once the list is up, so the first search does not wait ~1 s for it
         (outside the services lock: the model loads while other panes use the database)."""
-        from core.embedder import shared_embedder
+        from core.index.embedder import shared_embedder
 
         try:
             shared_embedder()

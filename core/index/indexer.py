@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core import clock
-from core.chunker import Chunk, Chunker
+from core.index.chunker import Chunk, Chunker
 from core.graph.migrations import vec_tables
 from core.graph.store import Store, content_hash, title_from_text
 
@@ -50,7 +50,7 @@ class IndexReport:
 class Indexer:
     def __init__(self, store: Store, embedder=None, chunker: Chunker | None = None, batch_nodes: int = BATCH_NODES):
         if embedder is None:
-            from core.embedder import shared_embedder
+            from core.index.embedder import shared_embedder
 
             embedder = shared_embedder()
         self.store = store
