@@ -94,7 +94,7 @@ from core.context import Focus  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
 from core.providers.anthropic_provider import AnthropicProvider  # noqa: E402
-from core.search import Searcher  # noqa: E402
+from core.search.searcher import Searcher  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 from fakes import FakeAnthropic, Text, min_cacheable_tokens, text, tool_call  # noqa: E402
 from fakes.tokens import anthropic_blocks, prefix_hashes, prefix_tokens  # noqa: E402

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
-from core.search import Searcher, Tuning  # noqa: E402
+from core.search.searcher import Searcher, Tuning  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 from core.vault import import_vault  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Chat junk control with and without the lexical rescue (core.lexical_rescue), on SciFact and the
+"""Chat junk control with and without the lexical rescue (core.search.lexical_rescue), on SciFact and the
 30 off-topic questions.
 
 Run:  .venv/bin/python bench/lexical_rescue.py --db PATH [--data DIR] [--split train|test]
@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.retrieval import DEFAULT_DATA, junk_hits, load_split, log, offtopic_queries  # noqa: E402
 from core import context as context_module  # noqa: E402
-from core import lexical_rescue  # noqa: E402
+from core.search import lexical_rescue  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
-from core.search import Searcher  # noqa: E402
+from core.search.searcher import Searcher  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 
 

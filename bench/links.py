@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import clock  # noqa: E402
-from core.fts_query import STOPWORDS  # noqa: E402
+from core.search.fts_query import STOPWORDS  # noqa: E402
 from core.mentions import suggest_links, title_index  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 

@@ -43,7 +43,7 @@ from core.index.chunker import Chunker  # noqa: E402
 from core.context import ContextEngine  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
-from core.search import Searcher, Tuning  # noqa: E402
+from core.search.searcher import Searcher, Tuning  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "evaldata" / "scifact"

@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 from core import clock  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
-from core.fts_query import STOPWORDS  # noqa: E402
+from core.search.fts_query import STOPWORDS  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
-from core.search import Searcher  # noqa: E402
+from core.search.searcher import Searcher  # noqa: E402
 from core.graph.store import Store, content_hash, title_from_text  # noqa: E402
 
 SEED = 20240611

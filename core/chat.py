@@ -59,7 +59,7 @@ class Chat:
                  agent: str | None = None, searcher=None, confirm: Callable[[str, dict], bool] | None = None,
                  depth: int = 0, inherited: list[dict] | None = None, parent_id: int | None = None,
                  now: Callable[[], datetime] | None = None):
-        from core.search import Searcher
+        from core.search.searcher import Searcher
 
         self.store = store
         self.config = config

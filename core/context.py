@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from core import lexical_rescue, retrieval_fallback
+from core.search import lexical_rescue
+from core.search import retrieval_fallback
 from core.graph import memory
 from core import tools as tools_module
 from core.agents import Agent, resolve_instructions
@@ -57,7 +58,7 @@ def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relat
     least the floor and whose hybrid score is at least `relative` times the best, `max_passages` at most.
     The best is the best unboosted score (core.graph.memory's boost never raises the bar for other hits).
     With the `message`, one strong keyword match (its term rare in `store`) may pass under the floor
-    (core.lexical_rescue)."""
+    (core.search.lexical_rescue)."""
     min_cosine = MIN_COSINE if min_cosine is None else min_cosine
     relative = RELATIVE_CUTOFF if relative is None else relative
     max_passages = MAX_PASSAGES if max_passages is None else max_passages
@@ -95,7 +96,7 @@ class Passage:
     title: str
     heading_path: list[str]
     text: str
-    cosine: float | None  # None for a keyword-fallback passage (core.retrieval_fallback)
+    cosine: float | None  # None for a keyword-fallback passage (core.search.retrieval_fallback)
     via: str = "search"  # "search"; in the keyword fallback "keyword" or "recent" (a recent note, not a match)
 
 
@@ -198,7 +199,7 @@ class ContextEngine:
         self._focus_text = ""
         self._focus_ids: list[int] = []
         self._node_lines: dict[tuple[int, str], str] = {}
-        # Set by each retrieval: why it fell back to keyword search (core.retrieval_fallback), else None.
+        # Set by each retrieval: why it fell back to keyword search (core.search.retrieval_fallback), else None.
         self.retrieval_note: str | None = None
 
     # -- privacy -----------------------------------------------------------------------------------
@@ -296,7 +297,7 @@ class ContextEngine:
         """Retrieval candidates the agent may read, best first, each with its passage's cosine (memory
         hits boosted by recency and use, core.graph.memory). When the embedder is unavailable or the indexing
         backlog is large, `retrieval_note` says so and the pairs are keyword hits and recent notes with
-        a cosine of None (core.retrieval_fallback)."""
+        a cosine of None (core.search.retrieval_fallback)."""
         self.retrieval_note = None
         if not self.agent.auto_read or not message.strip():
             return []

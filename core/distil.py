@@ -369,7 +369,7 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
 
     candidates = _touched(rows, store, chat_id)
     if searcher is None:
-        from core.search import Searcher
+        from core.search.searcher import Searcher
 
         searcher = Searcher(store)
     query = " ".join(e.text for e in entries if e.role == "user")[-SEARCH_QUERY_CHARS:]

@@ -253,7 +253,7 @@ class CairnTools:
     """The MCP tools over one database. Not thread-safe: create and use it on one thread."""
 
     def __init__(self, db_path: str | os.PathLike, *, embedder=None, config_path: Path | None = None):
-        from core.search import Searcher
+        from core.search.searcher import Searcher
         from core.graph.store import Store
 
         self.store = _retry_locked(lambda: Store(db_path))  # WAL, busy timeout, migrations (core.graph.db)

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from core.errors import InvalidInput
-from core.fts_query import STOPWORDS
+from core.search.fts_query import STOPWORDS
 
 MIN_NAME_CHARS = 3  # a normalised name shorter than this ("ai", "c") is never matched
 MAX_FUZZY_TOKENS = 8  # longer names match exactly only

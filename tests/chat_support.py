@@ -26,7 +26,7 @@ def _no_proxies(monkeypatch):
 
 @pytest.fixture
 def searcher(store, embedder):
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     return Searcher(store, embedder)
 

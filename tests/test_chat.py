@@ -418,7 +418,7 @@ def test_citations_are_stored_and_survive_reopening(store, indexer, searcher, em
     chat_id, message_id = chat.id, reply.message_id
     store.close()
 
-    from core.search import Searcher
+    from core.search.searcher import Searcher
     from core.graph.store import Store
 
     with Store(store.path) as again_store:

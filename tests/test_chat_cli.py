@@ -47,7 +47,7 @@ def test_context_prints_body_and_blocks_without_a_key(cli):
     names = [blk["name"] for blk in result["blocks"]]
     assert names[:2] == ["tools", "system"] and names[-1] == "datetime" and "user" in names
     # the volatile blocks close the request: focus, then (its notes wait to be indexed, so keyword
-    # passages: core/retrieval_fallback.py) retrieved, then the date
+    # passages: core/search/retrieval_fallback.py) retrieved, then the date
     assert names[names.index("focus"):] in (["focus", "datetime"], ["focus", "retrieved", "datetime"])
     for blk in result["blocks"]:
         assert isinstance(blk["tokens_est"], int) and blk["tokens_est"] > 0

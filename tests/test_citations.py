@@ -134,7 +134,7 @@ def garden_chat(store, searcher, anth, garden, **chat_settings):
 
 def test_dangling_citations_are_flagged_stored_and_reloaded(store, searcher, anth, garden, embedder):
     from core.chat import Chat
-    from core.search import Searcher
+    from core.search.searcher import Searcher
     from core.graph.store import Store
 
     a, b, tax = garden

@@ -10,7 +10,7 @@ import pytest
 from core import doctor
 from core.graph.db import Database
 from core.index.indexer import Indexer
-from core.search import Searcher
+from core.search.searcher import Searcher
 
 SECTIONED = "\n\n".join(
     f"## Part {i}\n\n" + " ".join(f"Line {k} of part {i} about lighthouses and keepers." for k in range(6))

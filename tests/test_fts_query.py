@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core import fts_query
-from core.search import Searcher
+from core.search import fts_query
+from core.search.searcher import Searcher
 from core.graph.store import Store
 
 NOTES = [

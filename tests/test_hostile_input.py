@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core import browse, fts_query
+from core.search import browse
+from core.search import fts_query
 from core.index.chunker import Chunker
 from core.graph.store import Store
 

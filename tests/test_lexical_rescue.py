@@ -1,5 +1,5 @@
-"""The chat finds the note that plainly answers the question (core.lexical_rescue) and, on a small
-graph that is mostly unindexed, falls back to keywords (core.retrieval_fallback).
+"""The chat finds the note that plainly answers the question (core.search.lexical_rescue) and, on a small
+graph that is mostly unindexed, falls back to keywords (core.search.retrieval_fallback).
 
 Walkthrough: with the Getting started guide loaded and indexed, "What does never_send do?" got no
 passage (the note "Privacy: never_send" is BM25's first hit but its cosine, 0.345, is under the 0.35
@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from chat_support import searcher  # noqa: F401  (fixture)
-from core import agents, lexical_rescue, retrieval_fallback
+from core import agents
+from core.search import lexical_rescue
+from core.search import retrieval_fallback
 from core.graph import getting_started
 from core.context import MIN_COSINE, ContextEngine, cut
 

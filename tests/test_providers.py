@@ -215,7 +215,7 @@ def test_openai_body_order_and_prompt_cache_key_per_chat(store, searcher, oai, c
     assert "## Core notes" in body["messages"][0]["content"]
     assert body["messages"][1]["content"] == "question one"  # history without its suffix
     # the suffix rides on the new message only (its notes wait to be indexed, so it may carry keyword
-    # passages too: core/retrieval_fallback.py)
+    # passages too: core/search/retrieval_fallback.py)
     last = body["messages"][-1]["content"]
     assert last.startswith("question two\n\n[") and "\n\n[Context — current date/time" in last
     assert [t["function"]["name"] for t in body["tools"]][0] == "queryNodes"

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401  (fixtures)
-from core import agents, retrieval_fallback
+from core import agents
+from core.search import retrieval_fallback
 from core.agents import Agent
 from core.context import ContextEngine
 from core.errors import EmbedderError
-from core.search import Searcher
+from core.search.searcher import Searcher
 from fakes import text
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from core.errors import InvalidInput, NotFound
 from core.index.indexer import Indexer
-from core.search import Searcher, Tuning
+from core.search.searcher import Searcher, Tuning
 from core.graph.store import Store
 
 NODE_KEYS = {

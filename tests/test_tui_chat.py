@@ -329,7 +329,7 @@ async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder
     from core.chat import Chat
     from core.config import Config
     from core.providers.offline import OfflineProvider
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     earlier = Chat(store, Config(), OfflineProvider(), searcher=Searcher(store, embedder))
     list(earlier.send("what about tomato plants"))

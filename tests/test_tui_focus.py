@@ -19,7 +19,7 @@ from rich.padding import Padding
 from textual.widgets import Input, OptionList, Static, TextArea
 
 from core.context import Focus
-from core.fuzzy import rank_titles
+from core.search.fuzzy import rank_titles
 from tui.app import CairnApp
 from tui.messages import OpenNode
 from tui.screens.confirm import ConfirmScreen

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from core import browse
+from core.search import browse
 from core.graph import getting_started
 from core.errors import DatabaseError
 from core.graph.store import Store
@@ -326,7 +326,7 @@ def test_a_short_unfinished_word_completes_titles_and_a_longer_one_also_bodies(s
     """2–3 typed letters of a word match as a prefix in titles and descriptions only (ranking every
     body containing such a prefix is slow on a large graph); from 4 letters bodies match too; whole
     words always match everywhere."""
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     titled = store.add_node("Photosynthesis basics", "Light reactions.")["id"]
     body_only = store.add_node("Plant notes", "Chlorophyll drives photosynthesis in leaves.")["id"]
@@ -349,7 +349,7 @@ def test_a_short_unfinished_word_completes_titles_and_a_longer_one_also_bodies(s
 
 
 def test_semantic_results_join_from_the_third_typed_character(store, embedder):
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     store.add_node("Abacus", "Counting frames.")
     searcher = Searcher(store, embedder)
@@ -365,7 +365,7 @@ def test_semantic_results_join_from_the_third_typed_character(store, embedder):
 def test_exclusions_hold_for_meaning_matches_too(store, embedder, indexer):
     """`-word` drops notes containing the word from the semantic side as well, and the excluded word
     is not embedded (before, `-cats` alone found the notes about cats by meaning)."""
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     cats = store.add_node("Cats", "Cats purr and chase mice around the house.")["id"]
     store.add_node("Sailing knots", "The bowline and the cleat hitch.")
@@ -380,7 +380,7 @@ def test_exclusions_hold_for_meaning_matches_too(store, embedder, indexer):
 
 @pytest.mark.parametrize("text", ["-", "*", '"', '""', "()", "- * :", "\x01\x7f"])
 def test_a_query_with_no_words_says_so(store, embedder, text):
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     store.add_node("Anything", "Some text.")
     assert browse.search(Searcher(store, embedder), text) == ([], browse.NOTHING_TO_SEARCH)

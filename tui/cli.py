@@ -302,7 +302,7 @@ def _print_nodes(out: Out, nodes: list[dict], extra=None) -> None:
 
 
 def cmd_search(args, out: Out) -> int:
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     with _store(args, readonly=True) as store:
         hits = Searcher(store).search(args.query, mode=args.mode, limit=args.limit, dimension=args.dimension,
@@ -653,7 +653,7 @@ def cmd_eval(args, out: Out) -> int:
     from core.index.embedder import shared_embedder
     from core.index.indexer import Indexer
     from core.paths import data_dir
-    from core.search import Searcher
+    from core.search.searcher import Searcher
     from core.graph.store import Store
 
     folder = Path(args.folder)
@@ -728,7 +728,7 @@ def cmd_context(args, out: Out) -> int:
     from core.context import ContextEngine, ContextRequest
     from core import agents
     from core.providers.base import Turn
-    from core.search import Searcher
+    from core.search.searcher import Searcher
 
     cfg = _config(args)
     from core.providers import preview_provider

@@ -44,7 +44,7 @@ class Services:
         """The searcher (vectors mirrored in memory once loaded); load it from a worker thread."""
         with self._lock:
             if self._searcher is None:
-                from core.search import Searcher
+                from core.search.searcher import Searcher
 
                 self._searcher = Searcher(self._store, mirror=True)
             yield self._searcher

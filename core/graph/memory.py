@@ -19,7 +19,7 @@ Where the boost applies (one rule: it orders what Cairn itself puts into a chat 
   not boosted. These are searches someone asked for with their own query; they answer with the
   search engine's ranking and score, so the same query ranks the same way wherever it is asked,
   and a search of the user's notes is not reordered by how often the chat used its memories.
-- The keyword fallback of chat retrieval (core.retrieval_fallback): not boosted (BM25 scores are
+- The keyword fallback of chat retrieval (core.search.retrieval_fallback): not boosted (BM25 scores are
   not comparable the way the boost assumes), and candidate searches of distil and integrate: not
   boosted (they gather candidates, they do not order a request).
 """

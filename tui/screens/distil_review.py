@@ -73,7 +73,7 @@ class DistilReviewScreen(ReviewScreen):
     # -- the model call ----------------------------------------------------------------------------
     def find(self, cancel: threading.Event) -> Found:
         from core import distil
-        from core.search import Searcher
+        from core.search.searcher import Searcher
         from core.graph.store import Store
 
         cfg = self.services.config

@@ -1,6 +1,6 @@
 """New edge (ctrl+e in the Focus panel): find the other node by fuzzy title, say why they connect, link.
 
-Titles are read once in a worker; each keystroke ranks them in an exclusive worker (core.fuzzy), so
+Titles are read once in a worker; each keystroke ranks them in an exclusive worker (core.search.fuzzy), so
 typing never waits on the list. Enter on a match picks it, enter on the explanation links. Dismisses
 with the new edge's record, or None when cancelled; errors (a duplicate edge) show inline.
 """
@@ -20,7 +20,7 @@ from textual.widgets import Button, Footer, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from core import fuzzy
+from core.search import fuzzy
 from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
 from tui.services import Services

@@ -88,7 +88,7 @@ class LinkReviewScreen(ReviewScreen):
         with Store(self.services.db_path) as store:
             if self.mode == "mention":
                 return Found(list(integrate.mention_proposals(store, self.node_id)))
-            from core.search import Searcher
+            from core.search.searcher import Searcher
 
             provider = None
             try:

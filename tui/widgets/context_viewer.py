@@ -350,7 +350,7 @@ class ContextViewer(VerticalScroll):
         from core import agents
         from core.chat import Chat
         from core.context import ContextEngine, ContextRequest, Focus
-        from core.search import Searcher
+        from core.search.searcher import Searcher
         from core.graph.store import Store
 
         cfg = self.services.config

@@ -5,8 +5,8 @@
 - posts tui.messages.OpenNode(node_id) when the user presses enter on a node.
 
 How it works: every keystroke in the search box starts an exclusive thread worker (cancelling the
-previous one) that runs a hybrid search (`core.browse.search`, at most 200 hits) or, for an empty
-query, reads the first page of nodes (`core.browse.page`, 200 rows; the next page loads when the
+previous one) that runs a hybrid search (`core.search.browse.search`, at most 200 hits) or, for an empty
+query, reads the first page of nodes (`core.search.browse.page`, 200 rows; the next page loads when the
 highlight or the scroll nears the end). Results land in an OptionList (virtual: one line cache, no
 widget per node), each row showing title, updated date, edge count and dimensions.
 
@@ -31,7 +31,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from core import browse
+from core.search import browse
 from core.safe_text import printable
 from tui.messages import OpenNode
 from tui.services import Services

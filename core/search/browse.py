@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from core import fts_query
+from core.search import fts_query
 from core.errors import EmbedderError
 from core.graph.store import Store
 
@@ -193,8 +193,8 @@ def search(searcher, text: str, *, dimensions: Iterable[str] = (), limit: int = 
     """Hybrid search for search-as-you-type: node ids, best first, and a note when semantic search
     is unavailable (then it is full-text only) or when the query has nothing to look for (only
     punctuation, or only `-word` exclusions, which also hold for the meaning matches). Full-text and vector rankings are fused by reciprocal
-    rank, as in `core.search`; vector-only hits below MIN_COSINE are dropped."""
-    from core.search import BM25_WEIGHTS, FTS_CANDIDATES, VECTOR_CANDIDATES, rrf
+    rank, as in `core.search.searcher`; vector-only hits below MIN_COSINE are dropped."""
+    from core.search.searcher import BM25_WEIGHTS, FTS_CANDIDATES, VECTOR_CANDIDATES, rrf
 
     dims = list(dimensions)
     first = dims[0] if dims else None

@@ -9,7 +9,7 @@ by far. A person expects a note that names the term to be read.
 So one passage may pass under the floor when the lexical evidence is plain:
 - it is the candidate with the highest BM25 among those retrieved;
 - its title contains, as whole words in order, a term of the message that is not a stop-word
-  (core.fts_query's terms: `never_send` and `"exact phrase"` are one term each);
+  (core.search.fts_query's terms: `never_send` and `"exact phrase"` are one term each);
 - that term is rare in the graph: at most RARE_DOCS notes, or RARE_SHARE of them, contain it ("long"
   or "cell" in a title says little; "never_send", "KRAS" or "Raptor" say which note is meant);
 - its cosine is at least MIN_COSINE (0.25: not a pure word collision, e.g. "tap" the faucet against
@@ -21,7 +21,7 @@ off-topic questions; figures in bench/retrieval.md, "Lexical rescue").
 
 from __future__ import annotations
 
-from core import fts_query
+from core.search import fts_query
 
 MIN_COSINE = 0.25
 RARE_DOCS = 8

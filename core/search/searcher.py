@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import fts_query
+from core.search import fts_query
 from core.errors import InvalidInput
 from core.graph.store import Store, node_record
 
