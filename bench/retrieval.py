@@ -38,7 +38,7 @@ from core import context as context_module  # noqa: E402
 from core.index import embedder as embedder_module  # noqa: E402
 from core.index import indexer as indexer_module  # noqa: E402
 from core.graph import migrations  # noqa: E402
-from core.agents import BUILT_IN  # noqa: E402
+from core.agent.profiles import BUILT_IN  # noqa: E402
 from core.index.chunker import Chunker  # noqa: E402
 from core.context import ContextEngine  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402

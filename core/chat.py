@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import agents, citations, clock, usage_log
+from core import citations, clock, usage_log
+from core.agent import profiles
 from core.graph import memory
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
 from core.graph.store import Store
-from core.tools import ToolContext, ToolError, ToolRunner, result_text
+from core.agent.tools import ToolContext, ToolError, ToolRunner, result_text
 
 MAX_TOOL_CALLS = 25
 MAX_DELEGATION_DEPTH = 5
@@ -71,7 +72,7 @@ class Chat:
         self._inherited = inherited or []
         never = set(config.never_send) if provider.remote else set()
         if chat_id is None:
-            self.agent = agents.get(agent or config.chat.agent)
+            self.agent = profiles.get(agent or config.chat.agent)
             self.engine = self._engine(never)
             stamp = clock.now()
             # One transaction: a process killed here leaves no chat row without its snapshot (such a chat
@@ -94,7 +95,7 @@ class Chat:
             if row is None:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
-            self.agent = agents.get(row["agent"])
+            self.agent = profiles.get(row["agent"])
             self.engine = self._engine(never)
             self.metadata = json.loads(row["metadata"])
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
@@ -382,7 +383,7 @@ class Chat:
 
     # -- delegation ----------------------------------------------------------------------------------
     def _delegate(self, agent_name: str, task: str) -> str:
-        target = agents.get(agent_name)
+        target = profiles.get(agent_name)
         if target.name == self.agent.name:
             raise ToolError(f"An agent cannot delegate to itself ({agent_name}).")
         if self.depth + 1 > MAX_DELEGATION_DEPTH:
@@ -409,7 +410,7 @@ class Chat:
         """activateSkill: the skill's text (bounded) as the tool result, recorded in the chat's metadata
         (`active_skills`: names, oldest activation first; `skill_texts`: the text sent and the last
         message id before it) so a rolling summary can re-attach it."""
-        from core import skills
+        from core.agent import skills
 
         catalog = skills.load(self.engine.skills_dir)
         name = name.strip().lower()
@@ -439,7 +440,7 @@ class Chat:
 
     def _reattach_skills(self, upto: int) -> None:
         """After a summary up to message `upto`: the block of active skills whose activation it replaced."""
-        from core import skills
+        from core.agent import skills
 
         state = self.metadata.get("skill_texts", {})
         texts = [(n, state[n]["text"]) for n in self.metadata.get("active_skills", [])

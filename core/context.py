@@ -19,8 +19,8 @@ from typing import Any
 from core.search import lexical_rescue
 from core.search import retrieval_fallback
 from core.graph import memory
-from core import tools as tools_module
-from core.agents import Agent, resolve_instructions
+from core.agent import tools as tools_module
+from core.agent.profiles import Agent, resolve_instructions
 from core.graph.retirement import RETIRED
 from core.focus import Focus  # noqa: F401  (part of this module's interface)
 from core.graph.store import Store
@@ -228,7 +228,7 @@ class ContextEngine:
         catalog = ""
         if self.agent.role == "orchestrator":
             # Read once here: a skill added mid-chat appears in the next chat, not this one (cache).
-            from core import skills
+            from core.agent import skills
 
             catalog = skills.catalog_text(skills.load(self.skills_dir))
         return Snapshot(tools_module.schemas(self.agent.tools), system, core_notes, background, ids, catalog)

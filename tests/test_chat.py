@@ -23,10 +23,11 @@ from chat_support import (  # noqa: F401  (fixtures)
     searcher,
     send,
 )
-from core import agents, chat as chat_module
+from core import chat as chat_module
+from core.agent import profiles
 from core.chat import Chat, list_chats
 from core.context import Focus
-from core.tools import ToolContext, ToolError, ToolRunner
+from core.agent.tools import ToolContext, ToolError, ToolRunner
 from fakes import cut_after, http_error, invalid_tool_json, text, tool_call, unauthorized
 
 
@@ -211,7 +212,7 @@ def test_delegation_depth_is_at_most_5(store, searcher, anth):
     assert "## Your role: planner" in planner_body["system"][0]["text"]
     assert "## Your role: orchestrator" not in json.dumps(planner_body["system"])
     assert planner_body["messages"][-1]["content"][0]["text"] == "hand over to planner"
-    assert {t["name"] for t in planner_body["tools"]} == set(agents.READ_TOOLS) | {"delegate"}
+    assert {t["name"] for t in planner_body["tools"]} == set(profiles.READ_TOOLS) | {"delegate"}
 
 
 def test_a_delegate_sees_the_conversation(store, searcher, anth):
@@ -235,8 +236,8 @@ def test_a_delegate_sees_the_conversation(store, searcher, anth):
 
 @pytest.fixture
 def writer(monkeypatch):
-    agent = agents.with_overrides(agents.BUILT_IN["worker"], allow_write=True)
-    monkeypatch.setitem(agents.BUILT_IN, "worker", agent)
+    agent = profiles.with_overrides(profiles.BUILT_IN["worker"], allow_write=True)
+    monkeypatch.setitem(profiles.BUILT_IN, "worker", agent)
     return agent
 
 
@@ -584,7 +585,7 @@ def test_a_failed_summary_leaves_the_chat_unsummarised(store, searcher, anth, mo
 def runner(store, searcher):
     store.add_node("Readable", "text")
     ctx = ToolContext(store, searcher)
-    return ToolRunner(ctx, agents.ALL_TOOLS)
+    return ToolRunner(ctx, profiles.ALL_TOOLS)
 
 
 def test_sqlite_query_allows_a_select(runner):

@@ -19,8 +19,8 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
     strip_cc,
 )
-from core import agents
-from core.agents import Agent, resolve_instructions
+from core.agent import profiles
+from core.agent.profiles import Agent, resolve_instructions
 from core.context import ContextEngine, ContextRequest, Focus, estimate_tokens
 from core.errors import InvalidInput
 from core.providers.base import Turn
@@ -46,7 +46,7 @@ def graph(store, indexer):
 
 
 def engine(store, searcher, agent_name="orchestrator", **kw) -> ContextEngine:
-    return ContextEngine(store, searcher, agents.get(agent_name), **kw)
+    return ContextEngine(store, searcher, profiles.get(agent_name), **kw)
 
 
 def variables():
@@ -233,9 +233,9 @@ def test_background_is_snapshotted_per_conversation(store, searcher, anth):
 
 
 def test_template_variables_resolve_at_conversation_start(store, searcher, anth, monkeypatch):
-    custom = agents.with_overrides(agents.BUILT_IN["orchestrator"],
+    custom = profiles.with_overrides(profiles.BUILT_IN["orchestrator"],
                                    instructions="Helping ${user_name} in chat ${chat_id} as ${agent} on ${model}.")
-    monkeypatch.setitem(agents.BUILT_IN, "orchestrator", custom)
+    monkeypatch.setitem(profiles.BUILT_IN, "orchestrator", custom)
     cfg = config()
     cfg.user_name = "Ada"
     chat = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
@@ -264,8 +264,8 @@ def test_unknown_variable_is_refused_naming_the_known_ones():
 
 
 def test_chat_with_a_time_variable_is_not_created(store, searcher, anth, monkeypatch):
-    bad = agents.with_overrides(agents.BUILT_IN["orchestrator"], instructions="It is ${current_time} now.")
-    monkeypatch.setitem(agents.BUILT_IN, "orchestrator", bad)
+    bad = profiles.with_overrides(profiles.BUILT_IN["orchestrator"], instructions="It is ${current_time} now.")
+    monkeypatch.setitem(profiles.BUILT_IN, "orchestrator", bad)
     with pytest.raises(InvalidInput, match="current_time"):
         new_chat(store, anthropic_provider(anth), searcher)
     assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
@@ -305,7 +305,7 @@ def test_agent_read_scope_limits_retrieval(store, indexer, searcher):
     eng = ContextEngine(store, searcher, scoped)
     passages = eng.retrieve("alpha project ships")
     assert passages and {p.title for p in passages} == {"Work alpha"}
-    assert ContextEngine(store, searcher, agents.with_overrides(scoped, auto_read=False)).retrieve("alpha") == []
+    assert ContextEngine(store, searcher, profiles.with_overrides(scoped, auto_read=False)).retrieve("alpha") == []
 
 
 # ------------------------------------------------------------------------------------------------

@@ -427,20 +427,20 @@ def _state(path: Path):
 
 
 def _runner(path: Path):
-    from core.tools import ToolContext, ToolRunner
+    from core.agent.tools import ToolContext, ToolRunner
 
     return ToolRunner(ToolContext(store=Store(path), searcher=None), ("sqliteQuery",))
 
 
 @pytest.mark.parametrize("sql", REFUSED)
 def test_sqlite_query_refuses_anything_but_reading(sql_db, tmp_path, sql):
-    from core.readonly_sql import run_readonly
-    from core.tools import MAX_SQL_ROWS, ToolError
+    from core.agent.readonly_sql import QueryRefused, run_readonly
+    from core.agent.tools import MAX_SQL_ROWS, ToolError
 
     sql = sql.replace("{dir}", str(tmp_path))
     before = _state(sql_db)
     files_before = sorted(os.listdir(tmp_path))
-    with pytest.raises(ToolError) as direct:
+    with pytest.raises(QueryRefused) as direct:
         run_readonly(sql_db, sql, MAX_SQL_ROWS)
     runner = _runner(sql_db)
     try:
@@ -479,7 +479,7 @@ def test_sqlite_query_allows_reading(sql_db, sql, expected):
 def test_sqlite_query_refuses_pragma_statements_even_read_only_ones(sql_db):
     """Decided: PRAGMA statements are refused outright (the read-only ones included); the schema is
     still readable through SELECT on sqlite_master. The pragma_* table functions are refused too."""
-    from core.tools import ToolError
+    from core.agent.tools import ToolError
 
     runner = _runner(sql_db)
     try:

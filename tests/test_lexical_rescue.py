@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chat_support import searcher  # noqa: F401  (fixture)
-from core import agents
+from core.agent import profiles
 from core.search import lexical_rescue
 from core.search import retrieval_fallback
 from core.graph import getting_started
@@ -25,7 +25,7 @@ VAGUE = ["tell me something", "how does it work?", "what is this?", "how do I co
 
 
 def engine(store, searcher) -> ContextEngine:
-    return ContextEngine(store, searcher, agents.get("orchestrator"))
+    return ContextEngine(store, searcher, profiles.get("orchestrator"))
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from core import config as core_config
 from core.graph.store import Store
-from core.tools import SCHEMAS
+from core.agent.tools import SCHEMAS
 
 TOOLS = ["getContext", "queryNodes", "getNodesById", "searchContent", "queryEdges", "createNode", "updateNode",
          "createEdge", "updateEdge", "sqliteQuery"]
@@ -349,7 +349,7 @@ async def test_a_write_waits_for_another_process_lock(cairn_cmd, db, errlog):
 # -- in process -------------------------------------------------------------------------------------
 def test_search_falls_back_to_keywords_when_the_embedder_cannot_load(db):
     from core.errors import EmbedderError
-    from core.mcp_server import CairnTools
+    from core.agent.mcp_server import CairnTools
 
     class Broken:
         dimensions = 384

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401  (fixtures)
-from core import agents
+from core.agent import profiles
 from core.graph import memory
 from core.graph import retention
 from core.config import ConfigError
@@ -153,7 +153,7 @@ def test_cut_measures_the_relative_cutoff_from_the_unboosted_best():
 
 
 def _engine(store, searcher):
-    return ContextEngine(store, searcher, agents.get("orchestrator"))
+    return ContextEngine(store, searcher, profiles.get("orchestrator"))
 
 
 def test_of_two_equally_good_memories_the_used_one_ranks_first(store, indexer, searcher):

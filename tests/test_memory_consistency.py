@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from chat_support import FIXED_NOW, _no_proxies, config, searcher  # noqa: F401  (fixtures)
-from core import agents
+from core.agent import profiles
 from core.graph import memory
 from core.graph import retention
 from core.context import ContextEngine
@@ -86,7 +86,7 @@ def test_cairn_rm_and_restore_keep_the_use_count_and_the_boost(store, indexer, s
     second = make(store, "Answered: ferry times", FERRY, type="memory", created=days_ago(200))
     indexer.run()
     used(store, second, 12, stamp(FIXED_NOW - timedelta(days=1)))
-    eng = ContextEngine(store, searcher, agents.get("orchestrator"))
+    eng = ContextEngine(store, searcher, profiles.get("orchestrator"))
     before = {h["id"]: h["boost"] for _, h in eng.scored_hits(MESSAGE, FIXED_NOW)}
     assert [p.node_id for p in eng.retrieve(MESSAGE, FIXED_NOW)][:2] == [second, first]
 
@@ -139,7 +139,7 @@ def test_cairn_context_shows_the_chats_ranking_and_previewing_is_not_a_use(store
 
 
 def test_cairn_search_and_the_search_tool_do_not_boost(store, ferries, embedder, cli_embedder, capsys, db_path):
-    from core.mcp_server import CairnTools
+    from core.agent.mcp_server import CairnTools
 
     first, second = ferries
     rc, out, err = cli(capsys, db_path, "search", MESSAGE, "--json")
@@ -172,5 +172,5 @@ def test_the_boost_is_measured_on_the_chats_clock(store, indexer, searcher):
     for clock, expect in ((FIXED_NOW, [lately, often]), (FIXED_NOW + timedelta(days=3650), [often, lately])):
         chat = Chat(store, cfg, preview_provider(cfg), searcher=searcher, now=lambda c=clock: c)
         assert [p.node_id for p in chat.request(MESSAGE).suffix.passages][:2] == expect, clock
-        eng = ContextEngine(store, searcher, agents.get(cfg.chat.agent))
+        eng = ContextEngine(store, searcher, profiles.get(cfg.chat.agent))
         assert [p.node_id for p in eng.suffix(MESSAGE, now=clock).passages][:2] == expect

@@ -11,7 +11,8 @@ import subprocess
 import pytest
 
 from chat_support import KEY, _no_proxies, anth, searcher  # noqa: F401  (fixtures)
-from core import agents, distil
+from core import distil
+from core.agent import profiles
 from core.graph import retirement
 from core.context import ContextEngine
 from core.errors import InvalidInput, NotFound
@@ -36,7 +37,7 @@ def retired(store, conversation, anth):
 
 def offered(store, searcher, node_id: int) -> tuple[bool, bool]:
     """(a hub in a new conversation's background, retrieved for a question about it)"""
-    eng = ContextEngine(store, searcher, agents.get("orchestrator"))
+    eng = ContextEngine(store, searcher, profiles.get("orchestrator"))
     hub = node_id in eng.snapshot(VARIABLES).node_ids
     return hub, node_id in {p.node_id for p in eng.retrieve(OVEN_QUERY)}
 

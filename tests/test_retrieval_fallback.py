@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401  (fixtures)
-from core import agents
+from core.agent import profiles
 from core.search import retrieval_fallback
-from core.agents import Agent
+from core.agent.profiles import Agent
 from core.context import ContextEngine
 from core.errors import EmbedderError
 from core.search.searcher import Searcher
@@ -34,7 +34,7 @@ class BrokenEmbedder:
 
 
 def engine(store, searcher, agent: str = "orchestrator", **kw) -> ContextEngine:
-    return ContextEngine(store, searcher, agents.get(agent) if isinstance(agent, str) else agent, **kw)
+    return ContextEngine(store, searcher, profiles.get(agent) if isinstance(agent, str) else agent, **kw)
 
 
 @pytest.fixture

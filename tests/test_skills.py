@@ -25,7 +25,9 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
     strip_cc,
 )
-from core import agents, chat as chat_module, skills
+from core import chat as chat_module
+from core.agent import profiles
+from core.agent import skills
 from core.chat import Chat
 from core.context import ContextEngine, ContextRequest, Focus, Snapshot
 from core.errors import InvalidInput, NotFound
@@ -152,7 +154,7 @@ def test_invalid_names_say_what_a_name_is(name):
 
 
 def engine(store, searcher, agent="orchestrator"):
-    return ContextEngine(store, searcher, agents.get(agent))
+    return ContextEngine(store, searcher, profiles.get(agent))
 
 
 def variables():
@@ -198,16 +200,16 @@ def test_orchestrators_carry_the_catalog_as_their_own_cached_block(store, search
 
 def test_tools_order_appends_activate_skill_for_orchestrators_only():
     for name in ("orchestrator", "easy"):
-        assert agents.get(name).tools[-1] == "activateSkill"
-        assert agents.get(name).tools[:-1] == agents.READ_TOOLS + agents.WRITE_TOOLS + ("delegate",)
+        assert profiles.get(name).tools[-1] == "activateSkill"
+        assert profiles.get(name).tools[:-1] == profiles.READ_TOOLS + profiles.WRITE_TOOLS + ("delegate",)
     for name in ("worker", "planner"):
-        assert "activateSkill" not in agents.get(name).tools
+        assert "activateSkill" not in profiles.get(name).tools
 
 
 def test_the_mcp_server_does_not_offer_activate_skill():
     # Skills are part of a Cairn conversation (recorded in the chat, re-attached after its summary);
     # an MCP client has no such conversation, so the MCP tool list stays as it was.
-    from core import mcp_server
+    from core.agent import mcp_server
 
     assert "activateSkill" not in mcp_server.TOOLS
     assert [t["name"] for t in mcp_server.tool_definitions()] == list(mcp_server.TOOLS)

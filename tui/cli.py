@@ -726,7 +726,7 @@ def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
     from core.chat import Chat
     from core.context import ContextEngine, ContextRequest
-    from core import agents
+    from core.agent import profiles
     from core.providers.base import Turn
     from core.search.searcher import Searcher
 
@@ -747,7 +747,7 @@ def cmd_context(args, out: Out) -> int:
             replies = [m for m in chat.messages() if m["role"] == "assistant" and m["usage"]]
             last_usage = replies[-1]["usage"] if replies else None
         else:
-            agent = agents.get(cfg.chat.agent)
+            agent = profiles.get(cfg.chat.agent)
             never = set(cfg.never_send) if provider.remote else set()
             engine = ContextEngine(store, Searcher(store), agent, background_enabled=cfg.chat.background_context,
                                    never_send=never)
@@ -955,8 +955,8 @@ def cmd_config(args, out: Out) -> int:
 
 
 def cmd_mcp(args, out: Out) -> int:
-    """The MCP stdio server (core.mcp_server); --print-config prints the client snippet instead."""
-    from core import mcp_server
+    """The MCP stdio server (core.agent.mcp_server); --print-config prints the client snippet instead."""
+    from core.agent import mcp_server
     from core.paths import db_path
 
     path = db_path(getattr(args, "db", None))

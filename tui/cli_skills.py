@@ -1,4 +1,4 @@
-"""`cairn skills`: list, show, create and edit skills (core/skills.py).
+"""`cairn skills`: list, show, create and edit skills (core/agent/skills.py).
 
 Skills live in `skills/` beside the config file. Editing a shipped skill first copies it there (the
 copy overrides the shipped one by name); an edit that is no longer a valid skill is not saved over the
@@ -39,7 +39,7 @@ def _write(path: Path, text: str) -> None:
 def _edit_and_save(text: str, path: Path) -> bool:
     """Hand `text` to $VISUAL/$EDITOR (tui.cli's helper); save it at `path` if it is still a valid skill.
     Returns False when nothing changed. An invalid edit is kept as PATH.rejected and reported."""
-    from core import skills
+    from core.agent import skills
     from tui.cli import _edit_in_editor
 
     edited = _edit_in_editor(text)
@@ -57,7 +57,7 @@ def _edit_and_save(text: str, path: Path) -> bool:
 
 
 def cmd_skills(args, out) -> int:
-    from core import skills
+    from core.agent import skills
 
     action = args.action
     if action != "list" and not args.name:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from textual.app import SystemCommand
 
-from core import skills
+from core.agent import skills
 
 if TYPE_CHECKING:
     from tui.app import CairnApp

@@ -225,7 +225,7 @@ class ContextViewer(VerticalScroll):
         return [(printable(m), m) for m in models]
 
     def _agent_options(self) -> list[tuple[str, str]]:
-        from core.agents import BUILT_IN
+        from core.agent.profiles import BUILT_IN
 
         return [(a.name, a.name) for a in BUILT_IN.values()]
 
@@ -297,7 +297,7 @@ class ContextViewer(VerticalScroll):
 
     def _engine_for_focus(self, store):
         """A light engine on the shared store, only for the focus block (its lines are cached per node)."""
-        from core import agents
+        from core.agent import profiles
         from core.context import ContextEngine
 
         cfg = self.services.config
@@ -305,7 +305,7 @@ class ContextViewer(VerticalScroll):
         key = (remote, tuple(cfg.never_send))
         if self._focus_engine is None or self._focus_engine_key != key:
             never = set(cfg.never_send) if remote else set()
-            self._focus_engine = ContextEngine(store, None, agents.get(cfg.chat.agent), never_send=never)
+            self._focus_engine = ContextEngine(store, None, profiles.get(cfg.chat.agent), never_send=never)
             self._focus_engine_key = key
         return self._focus_engine
 
@@ -347,7 +347,7 @@ class ContextViewer(VerticalScroll):
 
     @work(thread=True, exclusive=True, group="viewer-blocks", exit_on_error=False)
     def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
-        from core import agents
+        from core.agent import profiles
         from core.chat import Chat
         from core.context import ContextEngine, ContextRequest, Focus
         from core.search.searcher import Searcher
@@ -363,7 +363,7 @@ class ContextViewer(VerticalScroll):
                     request = chat.request(draft, focus=focus)
                     note = chat.engine.retrieval_note
                 else:
-                    agent = agents.get(cfg.chat.agent)
+                    agent = profiles.get(cfg.chat.agent)
                     never = set(cfg.never_send) if provider.remote else set()
                     engine = ContextEngine(store, Searcher(store), agent,
                                            background_enabled=cfg.chat.background_context, never_send=never)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.errors import InvalidInput
 from core.graph.db import sqlite
-from core.tools import ToolError
+
+
+class QueryRefused(InvalidInput):
+    """The statement is not one read, or SQLite refused it; the sentence goes back to the caller
+    (the sqliteQuery tool hands it to the model as its result)."""
+
 
 _ALLOWED = {
     sqlite.SQLITE_SELECT,
@@ -25,7 +31,7 @@ def _authorizer(action, arg1, arg2, db_name, trigger):
 
 def run_readonly(path: Path, sql: str, max_rows: int) -> dict:
     if not isinstance(sql, str) or not sql.strip():
-        raise ToolError("sql must be one SELECT statement.")
+        raise QueryRefused("sql must be one SELECT statement.")
     conn = sqlite.connect(f"file:{Path(path)}?mode=ro", uri=True)
     try:
         conn.execute("PRAGMA query_only = ON")
@@ -34,12 +40,12 @@ def run_readonly(path: Path, sql: str, max_rows: int) -> dict:
             cur = conn.execute(sql)
             rows = cur.fetchmany(max_rows + 1)
         except sqlite.Warning as exc:  # "You can only execute one statement at a time."
-            raise ToolError(f"Refused: {exc}") from None
+            raise QueryRefused(f"Refused: {exc}") from None
         except sqlite.DatabaseError as exc:
             text = str(exc)
             if "not authorized" in text or "authorization denied" in text or "prohibited" in text or "readonly" in text:
-                raise ToolError("Refused: sqliteQuery only reads (one SELECT; no writes, PRAGMA, ATTACH or extensions).") from None
-            raise ToolError(f"SQL error: {text}") from None
+                raise QueryRefused("Refused: sqliteQuery only reads (one SELECT; no writes, PRAGMA, ATTACH or extensions).") from None
+            raise QueryRefused(f"SQL error: {text}") from None
         columns = [d[0] for d in cur.description or []]
         truncated = len(rows) > max_rows
         return {"columns": columns, "rows": [list(r) for r in rows[:max_rows]], "truncated": truncated}

@@ -200,7 +200,7 @@ class ToolRunner:
         return [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
 
     def _sqliteQuery(self, sql: str):
-        from core.readonly_sql import run_readonly
+        from core.agent.readonly_sql import run_readonly
 
         if self.ctx.never_send:
             raise ToolError("sqliteQuery is off while privacy.never_send hides dimensions from this provider "

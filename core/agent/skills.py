@@ -8,7 +8,7 @@ A skill is a markdown file `<name>.md` with a small frontmatter and the instruct
     ---
     1. Call queryNodes ...
 
-Cairn ships a few (core/skills_builtin/*.md, package data); the user's own live in `skills/` beside the
+Cairn ships a few (core/agent/skills_builtin/*.md, package data); the user's own live in `skills/` beside the
 config file, and a user file with a shipped skill's name overrides it. The catalog (names and one-line
 descriptions only) sits in the orchestrator's cached prefix, so it is rendered once per conversation and
 kept small; the full text enters a conversation only when the model calls activateSkill.

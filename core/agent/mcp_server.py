@@ -1,7 +1,7 @@
-"""`cairn mcp`: a stdio MCP server over the model's own tools (core.tools), for Claude Desktop,
+"""`cairn mcp`: a stdio MCP server over the model's own tools (core.agent.tools), for Claude Desktop,
 Claude Code and any other MCP client.
 
-The tools are the chat model's tools — same schemas (core.tools.SCHEMAS), same ToolRunner, same
+The tools are the chat model's tools — same schemas (core.agent.tools.SCHEMAS), same ToolRunner, same
 record shapes — plus `getContext` (counts, recent nodes, hubs). The MCP layer adds only:
 
 - limits, checked against each tool's input schema before anything runs, with one-sentence errors
@@ -42,8 +42,8 @@ from typing import Any
 from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
-from core.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
-from core.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
+from core.agent.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
+from core.agent.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
 
 log = logging.getLogger("cairn.mcp")
 
@@ -100,7 +100,7 @@ INSTRUCTIONS = (
 
 # -- schemas --------------------------------------------------------------------------------------
 def input_schema(name: str) -> dict:
-    """The tool's input schema as MCP clients see it: core.tools.SCHEMAS plus the MCP limits."""
+    """The tool's input schema as MCP clients see it: core.agent.tools.SCHEMAS plus the MCP limits."""
     if name == "getContext":
         schema = _obj({"limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                                  "description": "how many recent nodes and hubs (default 10)"}})
