@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.retrieval import DEFAULT_DATA, junk_hits, load_split, log, offtopic_queries  # noqa: E402
-from core import context as context_module  # noqa: E402
+from core.chat import context as context_module  # noqa: E402
 from core.search import lexical_rescue  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.search.searcher import Searcher  # noqa: E402

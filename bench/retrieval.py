@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 from core import beir  # noqa: E402
 from core.index import chunker as chunker_module  # noqa: E402
-from core import context as context_module  # noqa: E402
+from core.chat import context as context_module  # noqa: E402
 from core.index import embedder as embedder_module  # noqa: E402
 from core.index import indexer as indexer_module  # noqa: E402
 from core.graph import migrations  # noqa: E402
 from core.agent.profiles import BUILT_IN  # noqa: E402
 from core.index.chunker import Chunker  # noqa: E402
-from core.context import ContextEngine  # noqa: E402
+from core.chat.context import ContextEngine  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
 from core.search.searcher import Searcher, Tuning  # noqa: E402

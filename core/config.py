@@ -70,7 +70,7 @@ class ChatSettings:
     background_context: bool = True
     cache_ttl: str = "5m"
     timeout: float = 120.0  # seconds without a byte from the provider; a stalled reply ends, partial kept
-    check_citations: str = "sent"  # off | sent | model (see core/citations.py)
+    check_citations: str = "sent"  # off | sent | model (see core/chat/citations.py)
 
 
 @dataclass

@@ -39,7 +39,9 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
-from core import clock, model_reply, usage_log
+from core import clock
+from core.chat import model_reply
+from core.chat import usage_log
 from core.graph import shown_lists
 from core.graph.retirement import RETIRED
 from core.errors import CairnError, InvalidInput, NotFound

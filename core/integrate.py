@@ -26,7 +26,8 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from core import model_reply, usage_log
+from core.chat import model_reply
+from core.chat import usage_log
 from core.errors import InvalidInput
 
 SEARCH_CANDIDATES = 50  # hybrid hits looked at

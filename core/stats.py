@@ -8,7 +8,7 @@ figure does not drop to zero on Mondays). `input` counts every prompt token sent
 Delegated sub-chats count under their own provider: their tokens were spent too.
 
 Model requests that are not chat replies (the rolling summary, the citation judge, distil,
-integrate's drafts: core.usage_log) keep their usage on their sent_log row, under the provider they
+integrate's drafts: core.chat.usage_log) keep their usage on their sent_log row, under the provider they
 went to. They are added to the same per-provider sums (each once: a chat turn's own sent_log rows
 carry no usage) and broken down by purpose in `by_purpose`; `replies` still counts chat replies only.
 """
@@ -53,7 +53,7 @@ def tokens_this_week(store, now: datetime | None = None) -> dict[str, dict[str, 
 
 
 def _side_requests(store, since: str, key: str) -> list:
-    """Usage of side requests (sent_log rows with a usage, core.usage_log) since `since`, grouped by `key`."""
+    """Usage of side requests (sent_log rows with a usage, core.chat.usage_log) since `since`, grouped by `key`."""
     sums = ", ".join(f"COALESCE(SUM(json_extract(usage, '$.{f}')), 0) AS {f}" for f in USAGE_FIELDS)
     return store.db.execute(
         f"SELECT {key}, COUNT(*) AS requests, {sums} FROM sent_log"

@@ -78,7 +78,7 @@ def openai_provider(srv, *, remote: bool | None = None, key: str = KEY, model: s
 
 
 def new_chat(store, provider, searcher, *, cfg=None, **kw):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
 
     kw.setdefault("now", lambda: FIXED_NOW)
     return Chat(store, cfg or config(), provider, searcher=searcher, **kw)

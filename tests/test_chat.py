@@ -23,10 +23,10 @@ from chat_support import (  # noqa: F401  (fixtures)
     searcher,
     send,
 )
-from core import chat as chat_module
+from core.chat import conversation as chat_module
 from core.agent import profiles
-from core.chat import Chat, list_chats
-from core.context import Focus
+from core.chat.conversation import Chat, list_chats
+from core.chat.context import Focus
 from core.agent.tools import ToolContext, ToolError, ToolRunner
 from fakes import cut_after, http_error, invalid_tool_json, text, tool_call, unauthorized
 
@@ -640,7 +640,7 @@ def test_sqlite_query_refuses_multiple_statements(runner, store):
 def test_an_incomplete_reply_keeps_its_reason_after_reopening(store, searcher, anth):
     """A reply cut mid-stream is stored incomplete, and the reason is still there after a restart."""
     from chat_support import anthropic_provider, new_chat
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from fakes import cut_after, text
 
     provider = anthropic_provider(anth)

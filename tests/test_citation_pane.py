@@ -1,5 +1,5 @@
 """The chat pane tells the truth while and after the model checks a reply's citations
-(chat.check_citations = "model", core/citations.py): the status line says the check is running and
+(chat.check_citations = "model", core/chat/citations.py): the status line says the check is running and
 that escape skips it; escape skips the check only (the reply is complete and kept) and says so inline;
 a judge request that fails says why inline; and the reply's usage line adds the tokens of the side
 requests made for its turn (the citation check, the rolling summary) as the fake server reported them,
@@ -12,7 +12,7 @@ import json
 import pytest
 
 from chat_support import KEY, _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
-from core.citations import SKIPPED
+from core.chat.citations import SKIPPED
 from fakes import FakeAnthropic, cut_after, http_error, rate_limited, slow, text, unauthorized
 from test_side_usage import normalised
 from test_tui_chat import SIZE, RecordingApp, errors, metas, plain, type_and_send
@@ -83,7 +83,7 @@ async def reopen(pilot, app, pane: ChatPane) -> None:
 
 # -- core: the phase event and skipping ----------------------------------------------------------------
 def judged_chat(store, searcher, anth, starter, check="model"):
-    from core.context import Focus
+    from core.chat.context import Focus
 
     chat = new_chat(store, anthropic_provider(anth), searcher, cfg=config(check_citations=check))
     chat.set_focus(Focus((starter,), starter))  # so the cited note was sent
@@ -276,7 +276,7 @@ async def test_a_failing_judge_is_said_inline_and_the_reply_stands(db_path, stor
 # -- the rolling summary's tokens ---------------------------------------------------------------------
 async def test_a_turn_that_made_a_rolling_summary_shows_its_tokens(db_path, store, searcher, starter, srv,
                                                                    monkeypatch):
-    import core.chat as chat_module
+    import core.chat.conversation as chat_module
 
     chat = new_chat(store, anthropic_provider(srv), searcher)
     for i in range(5):

@@ -11,8 +11,8 @@ import pytest
 
 from chat_support import KEY, _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
 from test_chat_cli import cli  # noqa: F401  (fixture: the cairn command with two notes)
-from core import citations
-from core.citations import CitationCheck, check, code_spans, parse, sentence_at
+from core.chat import citations
+from core.chat.citations import CitationCheck, check, code_spans, parse, sentence_at
 from fakes import http_error, text
 
 
@@ -122,7 +122,7 @@ QUESTION = "How do I make compost?"
 
 def garden_chat(store, searcher, anth, garden, **chat_settings):
     """A chat with the worm-bin note open in Focus (so [NODE:b] was sent), the tax note nowhere."""
-    from core.context import Focus
+    from core.chat.context import Focus
 
     a, b, tax = garden
     chat = new_chat(store, anthropic_provider(anth), searcher, cfg=config(**chat_settings))
@@ -133,7 +133,7 @@ def garden_chat(store, searcher, anth, garden, **chat_settings):
 
 
 def test_dangling_citations_are_flagged_stored_and_reloaded(store, searcher, anth, garden, embedder):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.search.searcher import Searcher
     from core.graph.store import Store
 
@@ -254,7 +254,7 @@ def test_model_check_verdicts(store, searcher, anth, garden):
 
 
 def test_passage_spans_read_back_exactly_what_was_sent():
-    from core.context import Passage
+    from core.chat.context import Passage
 
     passages = [Passage(1, 10, "A", [], "  first text\n", 0.9), Passage(2, 11, "B", [], "second", 0.8),
                 Passage(3, 12, "C", [], "never rendered", 0.7)]

@@ -21,7 +21,7 @@ from chat_support import (  # noqa: F401  (fixtures)
 )
 from core.agent import profiles
 from core.agent.profiles import Agent, resolve_instructions
-from core.context import ContextEngine, ContextRequest, Focus, estimate_tokens
+from core.chat.context import ContextEngine, ContextRequest, Focus, estimate_tokens
 from core.errors import InvalidInput
 from core.providers.base import Turn
 from fakes import text
@@ -161,7 +161,7 @@ def test_prefix_is_byte_identical_across_turns(store, searcher, graph, anth):
     assert "[Context — current date/time" not in history and "[Focused nodes" not in history
     assert "[Retrieved passages" not in history
     # a reopened chat lays out the same prefix
-    from core.chat import Chat
+    from core.chat.conversation import Chat
 
     again = Chat(store, config(), provider, chat_id=chat.id, searcher=searcher, now=lambda: FIXED_NOW)
     assert again.snapshot == chat.snapshot and again.history() == chat.history()
@@ -243,7 +243,7 @@ def test_template_variables_resolve_at_conversation_start(store, searcher, anth,
     assert "${" not in chat.snapshot.system
     # resolved once: a later change of the setting does not alter the running conversation's prefix
     cfg.user_name = "Bob"
-    from core.chat import Chat
+    from core.chat.conversation import Chat
 
     again = Chat(store, cfg, anthropic_provider(anth), chat_id=chat.id, searcher=searcher)
     assert "Helping Ada" in again.request("hi").snapshot.system
@@ -317,7 +317,7 @@ def _hit(score: float) -> dict:
 
 
 def test_cut_keeps_passages_above_the_floor_and_near_the_best_score():
-    from core.context import cut
+    from core.chat.context import cut
 
     scored = [(0.62, _hit(1.0)), (0.30, _hit(0.95)), (0.55, _hit(0.85)), (0.60, _hit(0.5))]
     kept = cut(scored, min_cosine=0.35, relative=0.8, max_passages=6)

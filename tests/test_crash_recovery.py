@@ -574,7 +574,7 @@ def test_chat_left_without_its_snapshot_can_be_continued(tmp_path):
 
 def test_a_new_chat_is_created_atomically(tmp_path):
     """A snapshot that fails rolls the chat row back (one transaction, no half-made chat)."""
-    from core import chat as core_chat
+    from core.chat import conversation as core_chat
     from core.config import Config
     from core.errors import InvalidInput
     from core.providers.offline import OfflineProvider

@@ -18,7 +18,7 @@ from core.agent import profiles
 from core.search import lexical_rescue
 from core.search import retrieval_fallback
 from core.graph import getting_started
-from core.context import MIN_COSINE, ContextEngine, cut
+from core.chat.context import MIN_COSINE, ContextEngine, cut
 
 QUESTION = "What does never_send do?"
 VAGUE = ["tell me something", "how does it work?", "what is this?", "how do I cook pasta?"]

@@ -18,7 +18,7 @@ from core.agent import profiles
 from core.graph import memory
 from core.graph import retention
 from core.config import ConfigError
-from core.context import ContextEngine, cut
+from core.chat.context import ContextEngine, cut
 from core.graph.retention import Policy
 from fakes import text, tool_call
 

@@ -15,7 +15,7 @@ from chat_support import FIXED_NOW, _no_proxies, config, searcher  # noqa: F401 
 from core.agent import profiles
 from core.graph import memory
 from core.graph import retention
-from core.context import ContextEngine
+from core.chat.context import ContextEngine
 from core.graph.retention import Policy
 from test_memory import access_rows, days_ago, make, stamp, used
 from tui.cli import main
@@ -118,7 +118,7 @@ def _order_in(text: str, ids: tuple[int, ...]) -> list[int]:
 
 def test_cairn_context_shows_the_chats_ranking_and_previewing_is_not_a_use(store, ferries, searcher, cli_embedder,
                                                                            capsys, db_path):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.providers import preview_provider
 
     first, second = ferries
@@ -160,7 +160,7 @@ def test_cairn_search_and_the_search_tool_do_not_boost(store, ferries, embedder,
 def test_the_boost_is_measured_on_the_chats_clock(store, indexer, searcher):
     """A memory used often long ago against one used once lately: which wins depends on when 'now' is,
     and the chat's clock (Chat(now=...)) decides it, in the request and in the engine's preview alike."""
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.providers import preview_provider
 
     often = make(store, "Answered: ferry times", FERRY, type="memory", created=stamp(FIXED_NOW - timedelta(days=900)))

@@ -1,4 +1,4 @@
-"""core/model_reply.py: one request read whole (distil, integrate drafts, the citation judge) against
+"""core/chat/model_reply.py: one request read whole (distil, integrate drafts, the citation judge) against
 the fake Anthropic server, and the JSON in a reply with its one allowed markdown code fence."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider  # noqa: F401
-from core.model_reply import NotJSON, ReplyFailed, complete, json_payload
+from core.chat.model_reply import NotJSON, ReplyFailed, complete, json_payload
 from core.providers.base import ProviderError
 from fakes import http_error, stop_reason, stream_error, text
 

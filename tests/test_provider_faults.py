@@ -155,7 +155,7 @@ def test_a_fault_is_named_keeps_the_message_and_the_chat_goes_on(store, searcher
 
 @pytest.mark.parametrize("kind", ["anthropic", "openai"])
 def test_connection_refused_keeps_the_message_and_a_reopened_chat_goes_on(store, searcher, anth, oai, kind):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.providers.anthropic_provider import AnthropicProvider
     from core.providers.openai_provider import OpenAIProvider
 

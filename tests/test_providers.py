@@ -26,7 +26,7 @@ from chat_support import (  # noqa: F401  (fixtures)
     searcher,
     send,
 )
-from core.context import Focus
+from core.chat.context import Focus
 from core.providers import make_provider
 from core.providers.base import ProviderError, Turn, Usage
 from fakes import (

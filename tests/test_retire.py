@@ -14,7 +14,7 @@ from chat_support import KEY, _no_proxies, anth, searcher  # noqa: F401  (fixtur
 from core import distil
 from core.agent import profiles
 from core.graph import retirement
-from core.context import ContextEngine
+from core.chat.context import ContextEngine
 from core.errors import InvalidInput, NotFound
 from test_distil import conversation, graph, plain, run_propose, scripted_reply  # noqa: F401  (fixtures)
 from tui_support import settle, wait_for

@@ -15,7 +15,7 @@ from chat_support import _no_proxies, anth, anthropic_provider, new_chat, search
 from core.agent import profiles
 from core.search import retrieval_fallback
 from core.agent.profiles import Agent
-from core.context import ContextEngine
+from core.chat.context import ContextEngine
 from core.errors import EmbedderError
 from core.search.searcher import Searcher
 from fakes import text
@@ -68,7 +68,7 @@ def test_a_missing_model_falls_back_to_keywords_and_recent_notes(store, indexed_
 
 
 def test_the_offline_answer_marks_recent_notes(store, indexed_graph):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.config import Config
     from core.providers.offline import OfflineProvider
 

@@ -1,4 +1,4 @@
-"""Model requests that are not chat replies count in `cairn stats`, once each (core.usage_log,
+"""Model requests that are not chat replies count in `cairn stats`, once each (core.chat.usage_log,
 migration 3): the rolling summary, the citation judge, distil and integrate's drafts, against the fake
 Anthropic server, whose reported usage is the reference. Also when such a request fails part way."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
 from test_distil import conversation, graph  # noqa: F401  (fixtures: a two-turn chat over three notes)
-from core import stats, usage_log
+from core import stats
+from core.chat import usage_log
 from fakes import http_error, stream_error, text
 
 FIELDS = ("input", "output", "cache_read", "cache_write")
@@ -129,7 +130,7 @@ def judged_chat(store, searcher, anth, graph):
 
 
 def test_the_citation_judge_tokens_count_once(store, searcher, anth, graph):
-    from core.context import Focus
+    from core.chat.context import Focus
 
     chat = judged_chat(store, searcher, anth, graph)
     chat.set_focus(Focus((graph["compost"],), graph["compost"]))  # so the cited note was sent
@@ -148,7 +149,7 @@ def test_the_citation_judge_tokens_count_once(store, searcher, anth, graph):
 
 
 def test_a_failed_citation_judge_is_a_request_that_used_no_tokens(store, searcher, anth, graph):
-    from core.context import Focus
+    from core.chat.context import Focus
 
     chat = judged_chat(store, searcher, anth, graph)
     chat.set_focus(Focus((graph["compost"],), graph["compost"]))
@@ -163,7 +164,7 @@ def test_a_failed_citation_judge_is_a_request_that_used_no_tokens(store, searche
 
 # -- the rolling summary ------------------------------------------------------------------------------
 def chat_before_a_summary(store, searcher, anth, monkeypatch):
-    import core.chat as chat_module
+    import core.chat.conversation as chat_module
 
     chat = new_chat(store, anthropic_provider(anth), searcher)
     for i in range(5):

@@ -25,11 +25,11 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
     strip_cc,
 )
-from core import chat as chat_module
+from core.chat import conversation as chat_module
 from core.agent import profiles
 from core.agent import skills
-from core.chat import Chat
-from core.context import ContextEngine, ContextRequest, Focus, Snapshot
+from core.chat.conversation import Chat
+from core.chat.context import ContextEngine, ContextRequest, Focus, Snapshot
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Turn
 from fakes import text, tool_call

@@ -22,7 +22,7 @@ import pytest
 from textual.widgets import Input, Tabs, TextArea
 from textual.widgets._tabs import Underline
 
-import core.context
+import core.chat.context
 import core.paths
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401
 from fakes import text
@@ -85,7 +85,7 @@ def snapshot_db(store, indexer, db_path) -> Path:
 
 @pytest.fixture
 def app(snapshot_db, monkeypatch) -> QuietApp:
-    monkeypatch.setattr(core.context, "datetime", FixedDatetime)  # the suffix's date/time block
+    monkeypatch.setattr(core.chat.context, "datetime", FixedDatetime)  # the suffix's date/time block
     monkeypatch.setattr(core.paths, "config_path", lambda: Path("/home/you/.config/cairn/config.toml"))
     quiet = QuietApp(snapshot_db, first_run_prompt=False)
     quiet.animation_level = "none"  # nothing moves between the last wait and the screenshot

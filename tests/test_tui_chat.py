@@ -12,7 +12,7 @@ import pytest
 from rich.text import Text
 
 from chat_support import KEY, _no_proxies  # noqa: F401  (autouse fixture: no proxies)
-from core.context import Focus
+from core.chat.context import Focus
 from core.providers.base import Provider, StreamEvent, Usage
 from tui.app import CairnApp
 from tui.messages import FocusChanged, OpenNode
@@ -326,7 +326,7 @@ async def test_connection_refused_is_shown_inline(db_path, monkeypatch):
 
 
 async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder):
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.config import Config
     from core.providers.offline import OfflineProvider
     from core.search.searcher import Searcher

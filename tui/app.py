@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Header
 
-from core.focus import Focus
+from core.chat.focus import Focus
 from tui.messages import FocusChanged, NodesChanged, OpenNode
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel

@@ -693,7 +693,7 @@ def cmd_eval(args, out: Out) -> int:
 
 
 def _focus_arg(args):
-    from core.context import Focus
+    from core.chat.context import Focus
 
     ids: list[int] = []
     for part in (args.focus or "").split(","):
@@ -724,8 +724,8 @@ def _config(args):
 
 def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
-    from core.chat import Chat
-    from core.context import ContextEngine, ContextRequest
+    from core.chat.conversation import Chat
+    from core.chat.context import ContextEngine, ContextRequest
     from core.agent import profiles
     from core.providers.base import Turn
     from core.search.searcher import Searcher
@@ -796,7 +796,7 @@ def cmd_ask(args, out: Out) -> int:
     import queue
     import threading
 
-    from core.chat import Chat
+    from core.chat.conversation import Chat
     from core.providers import make_provider
 
     cfg = _config(args)
@@ -898,7 +898,7 @@ def cmd_ask(args, out: Out) -> int:
 
 
 def cmd_chats(args, out: Out) -> int:
-    from core.chat import list_chats
+    from core.chat.conversation import list_chats
 
     with _store(args, readonly=True) as store:
         chats = list_chats(store, args.limit)

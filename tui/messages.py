@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from core.focus import Focus
+from core.chat.focus import Focus
 
 
 @dataclass

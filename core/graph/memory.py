@@ -9,7 +9,7 @@ its count in the trash payload, and `cairn restore` brings it back with the node
 
 Where the boost applies (one rule: it orders what Cairn itself puts into a chat request, nothing else):
 
-- Chat retrieval (core.context.ContextEngine.scored_hits, the retrieved block of every turn): boosted.
+- Chat retrieval (core.chat.context.ContextEngine.scored_hits, the retrieved block of every turn): boosted.
 - The Context viewer and `cairn context` (with or without --chat), and `cairn ask`: boosted, because
   they build the request with the same engine and so show exactly what the chat will send, in the
   same order. The boost's recency is measured on the chat's clock (ContextEngine.suffix passes its
@@ -33,7 +33,7 @@ from typing import Iterable
 
 from core import clock
 
-# The boost, applied to a memory hit's hybrid score in chat retrieval (core.context; see above for where):
+# The boost, applied to a memory hit's hybrid score in chat retrieval (core.chat.context; see above for where):
 #     score x (1 + ACCESS_WEIGHT * a + RECENCY_WEIGHT * r)
 #     a = min(1, log1p(uses) / log1p(ACCESS_SATURATION))    0 when never used, 1 from 20 uses on
 #     r = 0.5 ** (days since last use, or creation, / RECENCY_HALF_LIFE_DAYS)
@@ -105,7 +105,7 @@ def boost_factor(access_count: int, last_used: str | None, now: datetime | None 
 def boost(store, scored: list[tuple[float, dict]], now: datetime | None = None) -> list[tuple[float, dict]]:
     """Boost the memory hits among (cosine, hit) pairs and re-rank by the boosted score.
 
-    A boosted hit's `score` is multiplied and its factor kept in `hit["boost"]` (core.context.cut
+    A boosted hit's `score` is multiplied and its factor kept in `hit["boost"]` (core.chat.context.cut
     measures the relative cutoff from the unboosted best). The cosine is left as it was."""
     memory_ids = [h["id"] for _, h in scored if h.get("type") == "memory"]
     if not memory_ids:

@@ -161,7 +161,7 @@ _V2 = [
     )""",
 ]
 
-# 3: the tokens of model requests that are not chat replies (core.usage_log): the rolling summary,
+# 3: the tokens of model requests that are not chat replies (core.chat.usage_log): the rolling summary,
 # the citation judge, distil, integrate's drafts. Each already has (or now writes) a sent_log row;
 # `purpose` says which kind it was and `usage` holds its normalised usage (core.providers.base.Usage).
 # A chat turn's rows keep both NULL: its usage is on its assistant message (messages.usage).

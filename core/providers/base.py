@@ -64,7 +64,7 @@ class StreamEvent:
 class Turn:
     """What a provider needs for one request: the neutral request and this turn's tool-loop messages."""
 
-    request: Any  # core.context.ContextRequest
+    request: Any  # core.chat.context.ContextRequest
     loop: list[dict] = field(default_factory=list)  # assistant tool_use / user tool_result messages
     chat_key: str = ""
     max_tokens: int = 4096

@@ -1,6 +1,6 @@
 """Lexical rescue: the chat keeps a note whose title holds the question's exact term.
 
-The context engine's junk control (core.context.cut) drops every passage whose cosine to the message
+The context engine's junk control (core.chat.context.cut) drops every passage whose cosine to the message
 is under MIN_COSINE (0.35). That floor was calibrated on SciFact's long claims, where meaning search
 is strong; a short question about a rare identifier is not: "What does never_send do?" reaches
 "Privacy: never_send" at cosine 0.345 (MiniLM does not know the word), although BM25 ranks it first

@@ -1,6 +1,6 @@
 """Chat retrieval when meaning search cannot be trusted: keyword passages plus the most recent notes.
 
-Two conditions switch the context engine (core.context) to this fallback, and it says which in its
+Two conditions switch the context engine (core.chat.context) to this fallback, and it says which in its
 `retrieval_note` (shown above the retrieved block in the Context viewer and by `cairn context`):
 
 - the embedding model is not available: its files are missing or it fails to load (EmbedderError),

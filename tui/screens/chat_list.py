@@ -60,7 +60,7 @@ class ChatListScreen(ModalScreen[int | None]):
 
     @work(thread=True, exclusive=True, group="chat-list", exit_on_error=False)
     def _load(self) -> None:
-        from core.chat import list_chats
+        from core.chat.conversation import list_chats
 
         try:
             with self.services.store() as store:

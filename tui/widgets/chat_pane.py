@@ -1,6 +1,6 @@
 """Chat pane (right). CONTRACT (used by tui/app.py):
 - ChatPane(services, id=...)
-- focus_input(); set_focus(focus: core.context.Focus) (the open tabs, for the next request's suffix).
+- focus_input(); set_focus(focus: core.chat.context.Focus) (the open tabs, for the next request's suffix).
 
 A reply streams from a thread worker that opens its own Store (a Chat and its connection belong to
 one thread) and forwards the provider's events as small messages; text deltas go through a shared
@@ -28,7 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from core.citations import CitationCheck, groups as citation_groups
+from core.chat.citations import CitationCheck, groups as citation_groups
 from core.errors import NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
@@ -67,7 +67,7 @@ def _count(n, short: bool) -> str:
 
 def reply_meta_line(usage: dict | None, status: str, side: dict | None = None) -> str:
     """A reply's usage line: its own request's tokens and status, then the side requests made for its
-    turn (the citation check, the rolling summary: core.usage_log), so what the turn cost is all under
+    turn (the citation check, the rolling summary: core.chat.usage_log), so what the turn cost is all under
     the reply. With side requests the cache figures are shortened, then the labels, then numbers
     written 12.3k, to fit META_WIDTH when that can be done."""
     u = usage or {}
@@ -94,7 +94,7 @@ def add_usage(total: dict, usage: dict | None) -> None:
 
 def linkify(text: str, passages: dict[str, int], broken: set[str] | frozenset = frozenset()) -> str:
     """Turn `[N]` (a retrieved passage) and `[NODE:id:"title"]` into links the pane opens as nodes
-    (core.citations finds them; not inside code). Citations in `broken` (labels such as "[7]" or
+    (core.chat.citations finds them; not inside code). Citations in `broken` (labels such as "[7]" or
     "[NODE:42]", found dangling by the citation check) stay plain text, never links."""
     def escaped(title: str) -> str:
         return _MD_SPECIAL.sub(r"\\\1", title)
@@ -124,7 +124,7 @@ def linkify(text: str, passages: dict[str, int], broken: set[str] | frozenset = 
 
 
 def check_lines(check: dict | None) -> list[str]:
-    """The citation check's problem lines (core.citations), shown under a reply."""
+    """The citation check's problem lines (core.chat.citations), shown under a reply."""
     return CitationCheck.from_dict(check).lines() if check else []
 
 
@@ -175,7 +175,7 @@ class _TurnDone(Message, bubble=False):
     sources: list = field(default_factory=list)  # [(label, node_id | None)]
     passages: dict = field(default_factory=dict)
     created: list = field(default_factory=list)
-    check: dict | None = None  # the citation check (core.citations), if one ran
+    check: dict | None = None  # the citation check (core.chat.citations), if one ran
     side: dict = field(default_factory=dict)  # this turn's side requests' usage, by purpose (Reply.side_usage)
 
 
@@ -431,7 +431,7 @@ class ChatPane(Vertical):
 
     @work(thread=True, exclusive=True, group="chat-send", exit_on_error=False)
     def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event) -> None:
-        from core.chat import Chat
+        from core.chat.conversation import Chat
         from core.providers import ProviderError
         from core.graph.store import Store
 
@@ -801,8 +801,8 @@ class ChatPane(Vertical):
 
     @work(thread=True, exclusive=True, group="chat-load", exit_on_error=False)
     def _load_worker(self, chat_id: int) -> None:
-        from core import usage_log
-        from core.chat import Chat
+        from core.chat import usage_log
+        from core.chat.conversation import Chat
         from core.providers.offline import OfflineProvider
         from core.graph.store import Store
 

@@ -1,5 +1,5 @@
 """Settings / Context viewer (toggled over the chat with f2). CONTRACT (used by tui/app.py):
-- ContextViewer(services, id=...); set_focus(focus: core.context.Focus): re-render at once.
+- ContextViewer(services, id=...); set_focus(focus: core.chat.context.Focus): re-render at once.
 
 Top: the chat settings (auto-context, provider, model, agent, where the API key comes from — never
 the key). Below: the blocks of the next request exactly as the context engine builds them, with
@@ -298,7 +298,7 @@ class ContextViewer(VerticalScroll):
     def _engine_for_focus(self, store):
         """A light engine on the shared store, only for the focus block (its lines are cached per node)."""
         from core.agent import profiles
-        from core.context import ContextEngine
+        from core.chat.context import ContextEngine
 
         cfg = self.services.config
         remote = preview_provider(cfg).remote
@@ -316,7 +316,7 @@ class ContextViewer(VerticalScroll):
         self._show_focus(message.text)
 
     def _show_focus(self, text: str) -> None:
-        from core.context import estimate_tokens
+        from core.chat.context import estimate_tokens
 
         self.focus_text = text
         self.blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(text), text) for b in self.blocks]
@@ -348,8 +348,8 @@ class ContextViewer(VerticalScroll):
     @work(thread=True, exclusive=True, group="viewer-blocks", exit_on_error=False)
     def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
         from core.agent import profiles
-        from core.chat import Chat
-        from core.context import ContextEngine, ContextRequest, Focus
+        from core.chat.conversation import Chat
+        from core.chat.context import ContextEngine, ContextRequest, Focus
         from core.search.searcher import Searcher
         from core.graph.store import Store
 
@@ -397,7 +397,7 @@ class ContextViewer(VerticalScroll):
         blocks = message.blocks
         if message.focus_seq != self._focus_seq:
             # The Focus changed while this was built: keep the newer focus block.
-            from core.context import estimate_tokens
+            from core.chat.context import estimate_tokens
 
             blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(self.focus_text), self.focus_text)
                       for b in blocks]

@@ -33,7 +33,7 @@ from textual.message import Message
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
 from core.errors import NotFound
-from core.focus import Focus
+from core.chat.focus import Focus
 from core.safe_text import printable
 from tui.messages import FocusChanged, NodesChanged
 from tui.services import Services

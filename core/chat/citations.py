@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from core import model_reply
+from core.chat import model_reply
 
 MAX_JUDGED = 40  # claims per model request; more are left unchecked (and say so)
 JUDGE_SOURCE_CHARS = 3000  # of a cited node's text given to the judge
@@ -339,7 +339,7 @@ def passage_spans(suffix_text: str, passages) -> dict[str, list[int]]:
     pos = 0
     for p in passages:
         body = p.text.strip()
-        head = suffix_text.find(f"[{p.n}] [NODE:{p.node_id}:", pos)  # the header, as core.context writes it
+        head = suffix_text.find(f"[{p.n}] [NODE:{p.node_id}:", pos)  # the header, as core.chat.context writes it
         start = suffix_text.find(body, head if head >= 0 else pos)
         if not body or start < 0:
             continue  # not in the suffix: the model check says it could not give this text to the model

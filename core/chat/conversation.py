@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import citations, clock, usage_log
+from core import clock
+from core.chat import citations
+from core.chat import usage_log
 from core.agent import profiles
 from core.graph import memory
-from core.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
+from core.chat.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
 from core.graph.store import Store
@@ -42,11 +44,11 @@ class Reply:
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     citations: dict = field(default_factory=dict)
-    citation_check: "citations.CitationCheck | None" = None  # see core/citations.py (chat.check_citations)
+    citation_check: "citations.CitationCheck | None" = None  # see core/chat/citations.py (chat.check_citations)
     created_nodes: list[int] = field(default_factory=list)
     tool_calls: int = 0
     requests: int = 0
-    # This turn's side requests (core.usage_log): {"summary" | "citation_check": usage dict}, also on
+    # This turn's side requests (core.chat.usage_log): {"summary" | "citation_check": usage dict}, also on
     # their sent_log rows (message_id = the turn's user message); not in `usage`, which is the reply's own.
     side_usage: dict = field(default_factory=dict)
 
@@ -294,7 +296,7 @@ class Chat:
         memory.record_access(self.store, [p.node_id for p in request.suffix.passages] + sorted(ctx.read))
         self._remember(message, reply)
 
-    # -- citation check (core/citations.py) -----------------------------------------------------------
+    # -- citation check (core/chat/citations.py) -----------------------------------------------------------
     def _check_citations(self, reply: Reply, request: ContextRequest, loop: list[dict],
                          ctx: ToolContext) -> "citations.CitationCheck | None":
         """Each [N] / [NODE:id] of the reply against the context sent for this turn (chat.check_citations)."""

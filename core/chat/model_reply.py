@@ -1,6 +1,6 @@
 """One model request whose reply is read whole, not shown as it streams: the distil proposals
 (core.distil), integrate's drafted explanations (core.integrate) and the citation judge
-(core.citations). `complete` sends a system prompt and one user message and collects the reply;
+(core.chat.citations). `complete` sends a system prompt and one user message and collects the reply;
 `json_payload` reads the JSON the prompt asked for. Each caller words its own errors (they say what
 was being done and what is kept); this module says what went wrong.
 """
@@ -53,7 +53,7 @@ def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int
     """Send `system` and one user message to `provider` (no tools, no history) and return the whole reply.
     A provider error raises ReplyFailed; a cancelled request returns with stop "cancelled" (the caller
     says what that means for it)."""
-    from core.context import ContextRequest, Snapshot, Suffix
+    from core.chat.context import ContextRequest, Snapshot, Suffix
     from core.providers.base import Turn
 
     request = ContextRequest(Snapshot([], system, "", "", []), [], user, Suffix("", "", ""), provider.model)

@@ -22,7 +22,7 @@ from core.graph import memory
 from core.agent import tools as tools_module
 from core.agent.profiles import Agent, resolve_instructions
 from core.graph.retirement import RETIRED
-from core.focus import Focus  # noqa: F401  (part of this module's interface)
+from core.chat.focus import Focus  # noqa: F401  (part of this module's interface)
 from core.graph.store import Store
 
 BASE_CONTEXT = """\
