@@ -1,4 +1,4 @@
-"""Mention-based link suggestions at scale: core.mentions.suggest_links on a 5,000-word note against
+"""Mention-based link suggestions at scale: core.assist.mentions.suggest_links on a 5,000-word note against
 100k node titles (10 % with an alias).
 
 Run:  .venv/bin/python bench/links.py [--nodes N] [--words W] [--runs R]
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from core import clock  # noqa: E402
 from core.search.fts_query import STOPWORDS  # noqa: E402
-from core.mentions import suggest_links, title_index  # noqa: E402
+from core.assist.mentions import suggest_links, title_index  # noqa: E402
 from core.graph.store import Store  # noqa: E402
 
 SEED = 20261130

@@ -4,7 +4,7 @@ Checks: SQLite's own integrity check; chunks, chunk vectors and node vectors who
 chunks or nodes missing their vectors; nodes whose vectors were made from older text or another
 embedder (stale); FTS index integrity; nodes pending or in error; memory nodes past the user's
 retention policy (core.graph.retention; only when a policy is set); the dictionary of fuzzy link
-suggestions (core.mentions: the embedder's tokenizer.json; reinstalling fixes it, `--repair` cannot).
+suggestions (core.assist.mentions: the embedder's tokenizer.json; reinstalling fixes it, `--repair` cannot).
 Repair is explicit (`--repair`).
 """
 
@@ -165,8 +165,8 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
 
 def _link_dictionary(report: DoctorReport) -> None:
     """Fuzzy link suggestions tell real words from typos with the embedder's vocabulary; without it
-    they take any near miss (core.mentions, FUZZY RULE)."""
-    from core.mentions import dictionary_status
+    they take any near miss (core.assist.mentions, FUZZY RULE)."""
+    from core.assist.mentions import dictionary_status
 
     words, problem = dictionary_status()
     if problem:

@@ -345,7 +345,7 @@ def test_an_off_topic_message_gets_no_passages_and_an_on_topic_one_does(store, i
 
 
 def test_retired_nodes_are_neither_hubs_nor_retrieved_but_still_open_in_focus(store, indexer, searcher):
-    """A note a distilled chat retired (core.distil: the `retired` dimension) stays in the graph but
+    """A note a distilled chat retired (core.assist.distil: the `retired` dimension) stays in the graph but
     is not offered to the model as current knowledge: no hub, no retrieved passage; open in Focus it
     is still described, with its dimension saying it is retired."""
     old = store.add_node("Espresso ratio", "The espresso ratio is one to two, brewed in thirty seconds. " * 3,

@@ -1,4 +1,4 @@
-"""Distilling a chat into notes (core/distil.py, `cairn distil`, the review screen): a scripted
+"""Distilling a chat into notes (core/assist/distil.py, `cairn distil`, the review screen): a scripted
 conversation against the fake Anthropic server, then a scripted distil reply; only what is accepted
 is written, with provenance; retirements mark, never delete."""
 
@@ -20,9 +20,9 @@ from chat_support import (  # noqa: F401  (fixtures)
     searcher,
     send,
 )
-from core import distil
+from core.assist import distil
 from core.graph import retirement
-from core.distil import DistilError, Proposal, StaleProposal
+from core.assist.distil import DistilError, Proposal, StaleProposal
 from core.errors import InvalidInput, NotFound
 from fakes import http_error, text, tool_call
 from tui_support import wait_for

@@ -1,4 +1,4 @@
-"""Integrate (core.integrate): proposals from search, graph and mentions on a small real graph (the
+"""Integrate (core.assist.integrate): proposals from search, graph and mentions on a small real graph (the
 real embedder), nothing written until accepted, model drafts through the fake Anthropic server, bad
 replies kept out with a warning, and privacy.never_send."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, raw_bodies, searcher  # noqa: F401
 from core.errors import InvalidInput
-from core.integrate import (
+from core.assist.integrate import (
     Proposal,
     apply,
     confidence,

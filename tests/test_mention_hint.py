@@ -1,12 +1,12 @@
 """Link suggestions while writing (tui/widgets/mention_hint.py): the Focus editor and quick capture
 name the notes their draft mentions, after a pause in typing, on a real database; nothing is written
-until the user saves and accepts. Also core.mentions' `draft` (the unsaved text, the node's edges)."""
+until the user saves and accepts. Also core.assist.mentions' `draft` (the unsaved text, the node's edges)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.mentions import suggest_links
+from core.assist.mentions import suggest_links
 from tui.app import CairnApp
 from tui.screens.quick_capture import QuickCapture
 from tui.widgets.chat_pane import ChatPane

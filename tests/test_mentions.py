@@ -1,4 +1,4 @@
-"""Link suggestions from mentions (core.mentions): exact, alias and fuzzy matches, the FUZZY RULE's
+"""Link suggestions from mentions (core.assist.mentions): exact, alias and fuzzy matches, the FUZZY RULE's
 near misses and the unrelated words it must not take (real words: the dictionary and other titles'
 words), the fallback without a dictionary, longest match, skips, the sentence draft, and the title
 index staying current as nodes are added, renamed and deleted."""
@@ -10,9 +10,10 @@ import threading
 
 import pytest
 
-from core import doctor, mentions
+from core import doctor
+from core.assist import mentions
 from core.errors import EmbedderError, InvalidInput, NotFound
-from core.mentions import (
+from core.assist.mentions import (
     MIN_NAME_CHARS,
     SENTENCE_CHARS,
     edit_distance,

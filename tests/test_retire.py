@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from chat_support import KEY, _no_proxies, anth, searcher  # noqa: F401  (fixtures)
-from core import distil
+from core.assist import distil
 from core.agent import profiles
 from core.graph import retirement
 from core.chat.context import ContextEngine

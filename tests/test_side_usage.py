@@ -89,7 +89,7 @@ def test_an_unknown_purpose_is_refused_and_nothing_is_logged(store):
 
 # -- distil -----------------------------------------------------------------------------------------
 def test_distil_tokens_count_once_on_its_own_sent_log_row(store, conversation, anth):
-    from core import distil
+    from core.assist import distil
 
     c = conversation
     replies_before = stats.collect(store)["tokens_this_week"]["by_provider"]["anthropic"]["replies"]
@@ -109,7 +109,7 @@ def test_distil_tokens_count_once_on_its_own_sent_log_row(store, conversation, a
 
 
 def test_a_distil_request_that_fails_mid_reply_still_counts_what_it_used(store, conversation, anth):
-    from core import distil
+    from core.assist import distil
 
     anth.script.add(text('{"proposals": [{"kind": "addition"', deltas=3), stream_error(after_deltas=1))
     with pytest.raises(distil.DistilError, match="could not distil"):
@@ -222,7 +222,7 @@ def papers(store, indexer):
 
 
 def test_integrate_draft_tokens_count_once(store, searcher, anth, papers):
-    from core.integrate import propose
+    from core.assist.integrate import propose
 
     node = papers["Transformers"]
     offline = propose(store, searcher, node)

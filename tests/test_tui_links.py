@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from chat_support import _no_proxies, anth, config, searcher  # noqa: F401
-from core.integrate import propose
+from core.assist.integrate import propose
 from fakes import text
 from tui.app import CairnApp
 from tui.screens.link_review import NO_EXPLANATION, LinkReviewScreen

@@ -1,7 +1,7 @@
 """`cairn distil CHAT_ID`: the model proposes notes from a chat; `--accept 1,3` applies the chosen ones.
 
 Proposing writes nothing to the graph: it prints the numbered proposals (updates with their diff) and
-keeps them (core.distil.save_pending), so `--accept` applies exactly what was shown rather than a new
+keeps them (core.assist.distil.save_pending), so `--accept` applies exactly what was shown rather than a new
 model reply. Applying asks for confirmation at a terminal and needs `--yes` elsewhere.
 """
 
@@ -51,7 +51,7 @@ def _print(out, result) -> None:
 
 
 def cmd_distil(args, out) -> int:
-    from core import distil
+    from core.assist import distil
     from tui.cli import _config, _confirm, _store
 
     with _store(args, readonly=True) as store:

@@ -1,9 +1,9 @@
 """`cairn integrate ID` and `cairn links ID`: proposed edges from a node, numbered; `--accept 1,3` writes
 the chosen ones.
 
-integrate: related nodes from hybrid search, neighbours of neighbours and mentions (core.integrate),
+integrate: related nodes from hybrid search, neighbours of neighbours and mentions (core.assist.integrate),
 with explanations drafted by the configured model; offline (or without a key) there are no drafts, and
-it says so once. links: the nodes the node's text mentions (core.mentions), the sentence as the draft.
+it says so once. links: the nodes the node's text mentions (core.assist.mentions), the sentence as the draft.
 
 Listing writes no edge. It keeps the numbered list (in the database's meta table), so `--accept`
 picks from exactly what was shown, not from a new search or model reply; without a kept list,
@@ -46,7 +46,7 @@ def _save(store, mode: str, node_id: int, proposals, warnings: list[str]) -> Non
 
 
 def _load(store, mode: str, node_id: int):
-    from core.integrate import Proposal
+    from core.assist.integrate import Proposal
 
     kept = shown_lists.load(store, _pending_key(mode, node_id), owner=("node", node_id))  # OwnerDeleted: node gone
     if kept is None:
@@ -61,7 +61,7 @@ def _clear(store, mode: str, node_id: int) -> None:
 
 def _find(args, store, mode: str):
     """(proposals, warnings) for the node, fresh."""
-    from core import integrate
+    from core.assist import integrate
 
     if mode == "links":
         return list(integrate.mention_proposals(store, args.id, limit=args.limit)), []
@@ -109,7 +109,7 @@ def _record(n: int, p) -> dict:
 
 
 def run(args, out, mode: str) -> int:
-    from core import integrate
+    from core.assist import integrate
     from tui.cli import _confirm, _store
 
     explanations = _explanations(args.explanation)

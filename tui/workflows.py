@@ -1,4 +1,4 @@
-"""The app's entry points to the link workflows (core.integrate, core.mentions), kept out of the panes.
+"""The app's entry points to the link workflows (core.assist.integrate, core.assist.mentions), kept out of the panes.
 
 - `open_review(app, node_id, title, mode)`: the LinkReviewScreen for a node ("integrate" or "mention");
   the edges it writes refresh every view that shows either end.
@@ -40,7 +40,7 @@ def after_save(app, node_id: int) -> None:
 
 def _check(app, node_id: int) -> None:
     from core.errors import NotFound
-    from core.mentions import suggest_links
+    from core.assist.mentions import suggest_links
     from core.graph.store import Store
 
     try:

@@ -35,7 +35,7 @@ MAX_CATALOG = 40  # skills listed in the cached prefix
 MAX_DESCRIPTION_CHARS = 120  # of one description in the catalog
 
 CATALOG_HEADING = "## Skills (call activateSkill to load one)"
-# The user-run workflows (core/integrate.py, core/mentions.py, core/distil.py): the model cannot run
+# The user-run workflows (core/assist/integrate.py, core/assist/mentions.py, core/assist/distil.py): the model cannot run
 # them, but should know they exist and how the user starts them, to suggest one when it fits.
 WORKFLOWS = (
     "## Workflows (the user starts these; suggest one when it fits)\n"

@@ -176,7 +176,7 @@ def _preview(text: str, words: int = PREVIEW_WORDS) -> str:
 
 
 def _retired(node: dict) -> bool:
-    """Retired by distilling a chat (core.distil): the node carries the `retired` dimension."""
+    """Retired by distilling a chat (core.assist.distil): the node carries the `retired` dimension."""
     return any(d.lower() == RETIRED for d in node["dimensions"])
 
 

@@ -1,5 +1,5 @@
 """One model request whose reply is read whole, not shown as it streams: the distil proposals
-(core.distil), integrate's drafted explanations (core.integrate) and the citation judge
+(core.assist.distil), integrate's drafted explanations (core.assist.integrate) and the citation judge
 (core.chat.citations). `complete` sends a system prompt and one user message and collects the reply;
 `json_payload` reads the JSON the prompt asked for. Each caller words its own errors (they say what
 was being done and what is kept); this module says what went wrong.

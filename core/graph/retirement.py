@@ -1,7 +1,7 @@
 """Retired nodes: which they are, why they were retired, and bringing one back.
 
 A node is retired exactly when it carries the `retired` dimension (`RETIRED`); `metadata.retired`
-is the record a distilled chat left (core.distil: `{reason, chat_id, message_id, via, at}`), missing when the
+is the record a distilled chat left (core.assist.distil: `{reason, chat_id, message_id, via, at}`), missing when the
 dimension was added by hand. Retired nodes stay in the graph but are neither hubs nor retrieved
 (core.chat.context); `restore()` undoes that through `unretire`, which keeps the retirement in
 `metadata.provenance_log` next to an `unretired` entry, so the history survives the undo.

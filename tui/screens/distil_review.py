@@ -1,5 +1,5 @@
 """Review what the model proposes to keep from a chat: `push_screen(DistilReviewScreen(services, chat_id),
-callback)` → callback(core.distil.Applied or None).
+callback)` → callback(core.assist.distil.Applied or None).
 
 The model call runs in a worker (the dialog says "distilling…"; escape leaves and writes nothing).
 Proposals are listed by kind, each with its source message; the highlighted one's detail (an update's
@@ -72,7 +72,7 @@ class DistilReviewScreen(ReviewScreen):
 
     # -- the model call ----------------------------------------------------------------------------
     def find(self, cancel: threading.Event) -> Found:
-        from core import distil
+        from core.assist import distil
         from core.search.searcher import Searcher
         from core.graph.store import Store
 
@@ -199,7 +199,7 @@ class DistilReviewScreen(ReviewScreen):
 
     # -- applying ----------------------------------------------------------------------------------
     def write(self, accepted: list):
-        from core import distil
+        from core.assist import distil
 
         with self.services.store() as store:
             return distil.apply(store, self.chat_id, accepted)

@@ -1,8 +1,8 @@
 """Review proposed edges from one node: `push_screen(LinkReviewScreen(services, node_id, title, mode), callback)`
 → callback(the written edges, or None when cancelled).
 
-mode "integrate": core.integrate.propose (hybrid search + neighbours of neighbours + mentions, drafts
-from the configured model when there is one); mode "mention": core.integrate.mention_proposals (the
+mode "integrate": core.assist.integrate.propose (hybrid search + neighbours of neighbours + mentions, drafts
+from the configured model when there is one); mode "mention": core.assist.integrate.mention_proposals (the
 node's text names these nodes; the sentence is the draft). The search and the model call run in a
 worker with its own database connection while the dialog says "finding…"; escape then stops it and
 writes nothing.
@@ -79,7 +79,7 @@ class LinkReviewScreen(ReviewScreen):
 
     # -- finding -----------------------------------------------------------------------------------
     def find(self, cancel: threading.Event) -> Found:
-        from core import integrate
+        from core.assist import integrate
         from core.graph.store import Store
 
         warnings: list[str] = []
@@ -157,7 +157,7 @@ class LinkReviewScreen(ReviewScreen):
 
     # -- writing -----------------------------------------------------------------------------------
     def write(self, accepted: list) -> list:
-        from core import integrate
+        from core.assist import integrate
 
         with self.services.store() as store:
             return integrate.apply(store, self.node_id, accepted)

@@ -1,7 +1,7 @@
 """A line under an editor that names the notes its draft mentions, found while the user types.
 
 The owner calls `draft_changed(segments)` on every edit (title, description, source as they are now).
-After DELAY seconds without another edit, a thread worker scans the draft (core.mentions, a few tens
+After DELAY seconds without another edit, a thread worker scans the draft (core.assist.mentions, a few tens
 of milliseconds for a page of text at 100k nodes) with its own connection; an older scan's result is
 dropped when a newer edit came meanwhile. The line says what it found and how to act on it: the edges
 are offered for review after saving (`L`), never written from here.
@@ -65,7 +65,7 @@ class MentionHint(Static):
 
     def _find(self, generation: int, segments: list[str]) -> None:
         from core.errors import CairnError
-        from core.mentions import scan, suggest_links
+        from core.assist.mentions import scan, suggest_links
         from core.graph.store import Store
 
         try:

@@ -3,7 +3,7 @@
 `propose` gathers candidates three ways and writes nothing:
 - search: a hybrid search with the node's own text (title, description, start of its source);
 - graph: neighbours of its neighbours, counted by how many neighbours they share with it;
-- mentions: nodes whose title or alias its text names (core.mentions).
+- mentions: nodes whose title or alias its text names (core.assist.mentions).
 The node itself, nodes already linked to it (either direction) and memory nodes are never proposed
 (trashed nodes are gone from `nodes`, so they cannot be). Each proposal carries one confidence in
 0..1 (CONFIDENCE below) and the reasons behind it.
@@ -122,7 +122,7 @@ def linked_ids(store, node_id: int) -> set[int]:
 
 def search_proposals(store, searcher, node_id: int, *, limit: int = 8) -> list[Proposal]:
     """Proposals from search, graph and mentions alone (no model), best first."""
-    from core.mentions import suggest_links
+    from core.assist.mentions import suggest_links
 
     node = store.get_node(node_id)
     linked = linked_ids(store, node_id)
@@ -286,8 +286,8 @@ def propose(store, searcher, node_id: int, *, limit: int = 8, provider=None, nev
 
 
 def mention_proposals(store, node_id: int, *, limit: int = 50) -> Proposals:
-    """The node's mention suggestions (core.mentions) as proposals: the sentence is the draft."""
-    from core.mentions import suggest_links
+    """The node's mention suggestions (core.assist.mentions) as proposals: the sentence is the draft."""
+    from core.assist.mentions import suggest_links
 
     out = []
     for s in suggest_links(store, int(node_id), limit=limit):
