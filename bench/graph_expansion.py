@@ -8,7 +8,7 @@ Three parts:
 1. SciFact (no edges): expansion must change nothing. The cached ingest of bench/retrieval.py is
    searched with expansion off and on (the strongest setting swept) and the rankings compared.
 2. A real linked vault (the Obsidian Tasks documentation, 118 notes, ~600 wikilink edges), imported
-   with the real importer (`core.vault.import_vault`) and indexed with the real embedder. For each note
+   with the real importer (`core.vault.sync.import_vault`) and indexed with the real embedder. For each note
    Q with >= 2 distinct outgoing links, Q's own edges (both directions) are hidden from the expansion,
    Q is queried by its title and, separately, by its first paragraph, Q itself is dropped from the
    results, and the notes Q links to are the relevant set (nDCG@10, recall@10, binary gain). So
@@ -39,7 +39,7 @@ from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
 from core.search.searcher import Searcher, Tuning  # noqa: E402
 from core.graph.store import Store  # noqa: E402
-from core.vault import import_vault  # noqa: E402
+from core.vault.sync import import_vault  # noqa: E402
 
 DEFAULT_VAULT = ROOT.parent / "shared" / "evaldata" / "vault-obsidian-tasks-docs"
 DEFAULT_SCIFACT = Path("/tmp/cairn-bench-retrieval/scifact-default-840ebc23318a6796.db")

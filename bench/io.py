@@ -3,7 +3,7 @@
 Run:  .venv/bin/python bench/io.py [--notes N]
 Progress goes to stderr; the last line of stdout is one JSON object (also saved as bench/results/io.json).
 
-- vault_import_s: `cairn import` (core.vault.import_vault, no embedding) of a generated vault of N
+- vault_import_s: `cairn import` (core.vault.sync.import_vault, no embedding) of a generated vault of N
   notes into an empty database. The vault is made with a fixed seed: pseudo-word titles in a few
   folders (some nested), frontmatter on most notes (tags, aliases on some, a title differing from the
   file name on some, a date, a property wikilink now and then), `#`/`##` headings, paragraphs, 3–8
@@ -11,16 +11,16 @@ Progress goes to stderr; the last line of stdout is one JSON object (also saved 
   by title, by folder path, a few dangling), inline #tags and some fenced code.
 - reimport_unchanged_s: the same import again, nothing changed (a new VaultSync: every file is read
   and hashed, nothing written).
-- export_s: core.vault_export.export of that database into an empty folder.
+- export_s: core.vault.export.export of that database into an empty folder.
 - mcp_create_to_visible_ms: a `createNode` through the real `cairn mcp` stdio subprocess (mcp SDK
   client), until the Cairn app running headless in this process (Textual run_test) lists the new node
   in its Nodes browser (`#node-list` has an option whose id is the node id). The app notices the other
   process's commit by watching the DB's WAL (tui/app.py watch_database, debounce 150 ms). Median of
   MCP_RUNS creations, on the imported database. mcp_call_ms: the createNode round trip alone.
-- watch_latency_ms: core.watch's watcher (start_watching: its own thread and DB connection) on the
+- watch_latency_ms: core.vault.watch's watcher (start_watching: its own thread and DB connection) on the
   imported vault; a note's file is rewritten (one write, plus a new wikilink) and the database polled
   every 2 ms until the node holds the new text. Median of WATCH_RUNS edits (after one warm-up).
-  watchfiles hands a batch over once no new event came for one `step` (50 ms in core.watch; its
+  watchfiles hands a batch over once no new event came for one `step` (50 ms in core.vault.watch; its
   1.6 s `debounce` only caps a stream of changes), so ~50-100 ms of it is waiting by design.
   watch_process_ms: the time inside the watcher's sync for that change (VaultSync.sync, timed here:
   look at the file, parse it, write the node, reconcile its edges, make the report). watch_first_sync_s: the
@@ -183,7 +183,7 @@ def make_vault(folder: Path, n: int, seed: int = SEED) -> dict:
 
 # -- the parts ---------------------------------------------------------------------------------------
 def bench_import(store, vault: Path) -> dict:
-    from core.vault import import_vault
+    from core.vault.sync import import_vault
 
     t0 = time.perf_counter()
     report = import_vault(store, vault)
@@ -202,7 +202,7 @@ def bench_import(store, vault: Path) -> dict:
 
 
 def bench_export(store, folder: Path) -> dict:
-    from core.vault_export import export
+    from core.vault.export import export
 
     t0 = time.perf_counter()
     report = export(store, folder)
@@ -214,8 +214,8 @@ def bench_export(store, folder: Path) -> dict:
 def bench_watch(db: Path, vault: Path, paths: list[str]) -> dict:
     """Edit WATCH_RUNS notes, one at a time, under a running watcher; time each until the DB has it."""
     from core.graph.store import Store
-    from core.vault import VaultSync
-    from core.watch import start_watching
+    from core.vault.sync import VaultSync
+    from core.vault.watch import start_watching
 
     # Time each sync to the microsecond (SyncReport.seconds is rounded to the millisecond).
     plain_sync = VaultSync.sync

@@ -93,7 +93,7 @@ class Config:
     keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
     theme: str = ""
     animations: str = "none"  # Textual's animation level: none | basic | full
-    vault_watch: str = ""  # folder of markdown notes kept in sync while the app runs (core.watch)
+    vault_watch: str = ""  # folder of markdown notes kept in sync while the app runs (core.vault.watch)
     warnings: list[str] = field(default_factory=list)
 
     def api_key(self, provider: str) -> str | None:

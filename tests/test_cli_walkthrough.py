@@ -327,7 +327,7 @@ def test_every_argument_of_every_verb_says_what_it_is():
 # -- export ----------------------------------------------------------------------------------------
 def test_a_read_only_database_exports_and_its_files_import_again(capsys, db, tmp_path):
     from core.graph.store import Store
-    from core.vault_export import export
+    from core.vault.export import export
 
     with Store(db, readonly=True) as store:  # never exported: no db_id yet, and it cannot be written
         report = export(store, tmp_path / "out")

@@ -354,7 +354,7 @@ def import_kills(workdir: Path, *, kills: int = 20, seed: int = 2, delay: tuple[
     """SIGKILL `cairn import VAULT` at random points, each run resuming what the last kill left (a fresh
     database once an import got through), then import again and compare with an uninterrupted import."""
     from core.graph.store import Store
-    from core.vault import import_vault
+    from core.vault.sync import import_vault
 
     rng = random.Random(seed)
     stats = Stats()

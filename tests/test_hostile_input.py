@@ -221,7 +221,7 @@ def _write_tree(root: Path, files) -> None:
 @settings(max_examples=80, **SETTINGS)
 @given(files=vault_trees())
 def test_vault_import_never_crashes_skips_bad_files_and_is_idempotent(tmp_path, files):
-    from core.vault import import_vault
+    from core.vault.sync import import_vault
 
     work = Path(tempfile.mkdtemp(dir=tmp_path))
     root = work / "vault"
@@ -525,7 +525,7 @@ def _insert_raw(store: Store, title: str, vault_path: str | None) -> None:
 @example(titles=["x", "X", "x", "x.md", "x (1)", "x (2)"], paths=[None] * 8)
 @example(titles=["../", "..", ".", "", " "], paths=[None] * 8)
 def test_export_never_writes_outside_the_target(tmp_path, titles, paths):
-    from core.vault_export import export
+    from core.vault.export import export
 
     work = Path(tempfile.mkdtemp(dir=tmp_path))
     outside_before = sorted(p.name for p in work.iterdir())

@@ -1,4 +1,4 @@
-"""RA-H OS database import (core.raha) from small RA-H-shaped SQLite files built here.
+"""RA-H OS database import (core.vault.raha) from small RA-H-shaped SQLite files built here.
 
 The shapes follow RA-H's published schema (seeds/003: nodes, edges with a top-level `explanation`
 and a `context` JSON, chunks; dimensions in node metadata) and its older one (node text in
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import InvalidInput
-from core.raha import import_raha
+from core.vault.raha import import_raha
 
 
 def make_current(path: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Markdown vault import (core.vault) and export (core.vault_export), on real files and a real SQLite file."""
+"""Markdown vault import (core.vault.sync) and export (core.vault.export), on real files and a real SQLite file."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core.vault import import_vault
-from core.vault_export import MAX_NAME_BYTES, export, plan_names, safe_name
+from core.vault.sync import import_vault
+from core.vault.export import MAX_NAME_BYTES, export, plan_names, safe_name
 
 from conftest import SHARED
 
@@ -265,7 +265,7 @@ def test_a_same_size_rewrite_in_the_same_mtime_tick_is_seen_by_the_next_sync(sto
     # A sync kept between runs (the watcher's) trusts an unchanged (size, mtime); a file rewritten with
     # the same size within the file system's mtime tick looks unchanged. Both writes get the same mtime
     # here (in the future, so the test does not depend on how fast it runs).
-    from core.vault import VaultSync
+    from core.vault.sync import VaultSync
 
     v = tmp_path / "v"
     stamp = time.time_ns() + 60_000_000_000

@@ -1,4 +1,4 @@
-"""Folder sync (core.watch) with real watchfiles on a temp folder, the watcher in its own thread.
+"""Folder sync (core.vault.watch) with real watchfiles on a temp folder, the watcher in its own thread.
 
 Each check polls the database until the change shows (failing after a generous timeout); nothing
 asserts how fast it happened."""
@@ -14,7 +14,7 @@ import pytest
 
 from core.config import ConfigError, load
 from core.graph.store import Store
-from core.watch import Watcher, relevant, start_from_config, start_watching
+from core.vault.watch import Watcher, relevant, start_from_config, start_watching
 
 TIMEOUT = 15.0
 
@@ -205,7 +205,7 @@ def test_retitling_a_note_repoints_links_that_used_the_title(running, store, vau
 def _fresh_check(store, folder, report):
     """A full import of the same folder (a new VaultSync checks every link and edge) finds nothing to
     change and counts the same links: the incremental sync left the database as a full one would."""
-    from core.vault import VaultSync
+    from core.vault.sync import VaultSync
 
     full = VaultSync(store, folder).sync(prune=True)
     assert (full.created, full.renamed, full.trashed, full.edges_created, full.edges_removed, full.edges_updated) \
@@ -216,7 +216,7 @@ def _fresh_check(store, folder, report):
 
 
 def test_a_note_back_from_the_trash_does_not_bring_back_links_since_removed(store, tmp_path):
-    from core.vault import VaultSync
+    from core.vault.sync import VaultSync
 
     v = tmp_path / "v"
     v.mkdir()
@@ -242,7 +242,7 @@ def test_incremental_syncs_leave_what_a_full_import_would(store, tmp_path, seed)
     changed paths (as the watcher does), a full import changes nothing."""
     import random
 
-    from core.vault import VaultSync
+    from core.vault.sync import VaultSync
 
     rng = random.Random(seed)
     v = tmp_path / "v"

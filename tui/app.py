@@ -65,7 +65,7 @@ class CairnApp(App):
         self._focus = Focus()
         self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
         self._marked = None  # the pane shown as holding the keyboard
-        self._vault_watcher = None  # core.watch.Watcher when the config names a folder (vault.watch)
+        self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
 
     @property
     def available_themes(self):
@@ -403,7 +403,7 @@ class CairnApp(App):
         if not folder:
             return
         from core.errors import CairnError
-        from core.watch import start_from_config
+        from core.vault.watch import start_from_config
 
         def from_thread(callback, *args, **kwargs) -> None:
             if self.is_running:

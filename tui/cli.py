@@ -535,7 +535,7 @@ def cmd_import(args, out: Out) -> int:
     if path.is_dir():
         kind = "vault"
     elif path.is_file():
-        from core.raha import is_sqlite_file
+        from core.vault.raha import is_sqlite_file
 
         if not (is_sqlite_file(path) or path.suffix.lower() in (".sqlite", ".sqlite3", ".db")):
             raise InvalidInput(f"{path} is neither a folder of markdown notes nor an RA-H OS database (.sqlite); "
@@ -548,12 +548,12 @@ def cmd_import(args, out: Out) -> int:
         raise InvalidInput(f"There is no folder or file at {path}.")
     with _store(args) as store:
         if kind == "vault":
-            from core.vault import import_vault
+            from core.vault.sync import import_vault
 
             with _lazy_progress(out, "Importing", "files") as progress:
                 report = import_vault(store, path, progress, prune=args.prune)
         else:
-            from core.raha import import_raha
+            from core.vault.raha import import_raha
 
             with _lazy_progress(out, "Importing", "nodes") as progress:
                 report = import_raha(store, path, progress)
@@ -579,7 +579,7 @@ def cmd_import(args, out: Out) -> int:
 
 
 def cmd_export(args, out: Out) -> int:
-    from core.vault_export import export
+    from core.vault.export import export
 
     with _store(args, readonly=True) as store:
         with _lazy_progress(out, "Exporting", "nodes") as progress:
@@ -596,7 +596,7 @@ def cmd_export(args, out: Out) -> int:
 def cmd_watch(args, out: Out) -> int:
     """Import the folder, then keep the database in step with it until Ctrl-C."""
     from core import clock
-    from core.watch import watch
+    from core.vault.watch import watch
 
     folder = Path(args.path).expanduser()
     with _store(args) as store:

@@ -30,7 +30,7 @@ from typing import Callable
 
 from core.errors import CairnError, InvalidInput
 from core.graph.store import Store
-from core.vault import Progress, SyncReport, VaultSync
+from core.vault.sync import Progress, SyncReport, VaultSync
 
 DELETE_GRACE = 0.3  # seconds a vanished file may take to come back (delete-then-write saves)
 RESCAN_SECONDS = 60  # a full rescan this often when nothing happens, in case an event was lost
