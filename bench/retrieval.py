@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import beir  # noqa: E402
+from core.ops import beir  # noqa: E402
 from core.index import chunker as chunker_module  # noqa: E402
 from core.chat import context as context_module  # noqa: E402
 from core.index import embedder as embedder_module  # noqa: E402

@@ -6,7 +6,7 @@ With --only, the other scenarios' figures are kept from the existing file and "r
 
 - index_kill: SIGKILL `cairn index` (128-input batches) at random delays, 40 times, on one database
   while notes keep arriving between runs; after each kill: integrity_check, every committed note
-  unchanged, indexed nodes fully indexed, pending ones without index rows, core.doctor finds nothing but
+  unchanged, indexed nodes fully indexed, pending ones without index rows, core.ops.doctor finds nothing but
   pending work. Then `cairn index` resumes and finishes; `cairn doctor` is clean.
 - import_kill: SIGKILL `cairn import <shared vault> --no-index` at random delays, 40 times (each run
   continues what the last kill left; a fresh database once one got through); every node and edge present

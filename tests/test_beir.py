@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.beir import load_qrels, mrr_at, ndcg_at, recall_at
+from core.ops.beir import load_qrels, mrr_at, ndcg_at, recall_at
 
 DOCS = {
     "d1": ("Photosynthesis", "Plants convert sunlight, water and carbon dioxide into glucose and oxygen in chloroplasts."),

@@ -282,7 +282,7 @@ def test_the_app_without_a_terminal_says_so_instead_of_drawing_into_a_pipe(capsy
 
 # -- doctor ----------------------------------------------------------------------------------------
 def test_doctor_on_a_read_only_database_says_so_instead_of_reporting_a_damaged_index(db):
-    from core import doctor
+    from core.ops import doctor
     from core.graph.store import Store
 
     with Store(db, readonly=True) as store:  # a read-only connection: every write is refused, as for a 444 file
@@ -294,7 +294,7 @@ def test_doctor_on_a_read_only_database_says_so_instead_of_reporting_a_damaged_i
 
 
 def test_doctor_does_not_offer_a_repair_it_cannot_make_on_a_read_only_database(capsys, db, monkeypatch):
-    from core import doctor
+    from core.ops import doctor
 
     real = doctor._fts_ok
     monkeypatch.setattr(doctor, "_fts_ok", lambda store, table: (False, "attempt to write a readonly database"))

@@ -4,7 +4,7 @@ the 60 s soak the app's own indexer, CairnApp run headless); a read-only databas
 
 Each scenario is a plain function returning a `Stats` (also run, longer, by bench/soak.py); the tests
 assert that nothing was lost, nothing surfaced to the user as an error, and integrity held. After each
-kill the checks are: `PRAGMA integrity_check` is ok, `core.doctor.check` finds nothing but pending work,
+kill the checks are: `PRAGMA integrity_check` is ok, `core.ops.doctor.check` finds nothing but pending work,
 every row committed before the kill is unchanged, and the next run completes the interrupted work.
 
 tests/test_resume.py already kills `cairn index` three times over 2,000 notes at chosen thresholds; here
@@ -208,8 +208,8 @@ def _integrity_ok(db) -> bool:
 
 
 def _doctor_in_process(db_path: Path, stats: Stats, allowed: tuple[str, ...] = ("pending",)) -> None:
-    """core.doctor.check (what `cairn doctor` runs), without a process per kill: only pending work allowed."""
-    from core import doctor
+    """core.ops.doctor.check (what `cairn doctor` runs), without a process per kill: only pending work allowed."""
+    from core.ops import doctor
     from core.graph.store import Store
 
     with Store(db_path) as store:

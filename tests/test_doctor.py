@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from core import doctor
+from core.ops import doctor
 from core.graph.db import Database
 from core.index.indexer import Indexer
 from core.search.searcher import Searcher

@@ -136,7 +136,7 @@ def test_token_offsets_are_character_spans(embedder):
 def test_importing_core_does_not_load_onnxruntime():
     code = (
         "import sys\n"
-        "import core.index.embedder, core.graph.store, core.index.indexer, core.search.searcher, core.index.chunker, core.doctor\n"
+        "import core.index.embedder, core.graph.store, core.index.indexer, core.search.searcher, core.index.chunker, core.ops.doctor\n"
         "from core.index.embedder import Embedder\n"
         "e = Embedder()\n"
         "assert e.count_tokens('counting needs only the tokenizer') > 2\n"

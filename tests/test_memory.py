@@ -287,7 +287,7 @@ def test_memory_settings_parse_and_default_to_no_policy(tmp_path):
 
 # -- doctor ---------------------------------------------------------------------------------------
 def test_doctor_reports_memory_past_the_policy_and_repair_trashes_it(store):
-    from core import doctor
+    from core.ops import doctor
 
     old = make(store, "Answered: old", type="memory", created=days_ago(400))
     note = make(store, "Old note", created=days_ago(400))

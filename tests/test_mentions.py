@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from core import doctor
+from core.ops import doctor
 from core.assist import mentions
 from core.errors import EmbedderError, InvalidInput, NotFound
 from core.assist.mentions import (

@@ -10,7 +10,7 @@ import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
 from test_distil import conversation, graph  # noqa: F401  (fixtures: a two-turn chat over three notes)
-from core import stats
+from core.ops import stats
 from core.chat import usage_log
 from fakes import http_error, stream_error, text
 

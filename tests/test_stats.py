@@ -1,4 +1,4 @@
-"""`cairn stats` and core.stats (issue 8): counts by type, edges, chunks, pending work, memory and
+"""`cairn stats` and core.ops.stats (issue 8): counts by type, edges, chunks, pending work, memory and
 its policy, database size, tokens sent per provider over the last 7 days."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from core import stats
+from core.ops import stats
 from core.config import Config
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=timezone.utc)

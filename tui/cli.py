@@ -402,7 +402,7 @@ class _progress:
 
 
 def cmd_doctor(args, out: Out) -> int:
-    from core import doctor
+    from core.ops import doctor
     from core.index.embedder import MODEL_NAME
 
     with _store(args) as store:
@@ -649,7 +649,7 @@ def cmd_watch(args, out: Out) -> int:
 
 
 def cmd_eval(args, out: Out) -> int:
-    from core import beir
+    from core.ops import beir
     from core.index.embedder import shared_embedder
     from core.index.indexer import Indexer
     from core.paths import data_dir

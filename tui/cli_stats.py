@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def cmd_stats(args, out) -> int:
-    from core import stats
+    from core.ops import stats
     from tui.cli import _config, _store
 
     cfg = _config(args)

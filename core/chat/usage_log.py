@@ -5,7 +5,7 @@ A chat reply's tokens are stored on its assistant message (messages.usage); a si
 message of its own, so its normalised usage (core.providers.base.Usage) goes on its sent_log row
 (migration 3), next to what it sent and where. The row is written before the request (the log says
 what left the machine even if the request never returns) and its usage after, also when the request
-failed part way: the provider counted those tokens. `cairn stats` (core.stats) sums both. The rolling
+failed part way: the provider counted those tokens. `cairn stats` (core.ops.stats) sums both. The rolling
 summary and the citation judge also name their turn's user message (message_id), so the chat pane can
 show their tokens beside that turn's reply (`turn_usage`).
 """

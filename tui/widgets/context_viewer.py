@@ -7,7 +7,7 @@ cached / not cached marks and token estimates. The prefix blocks are built in a 
 Focus change re-renders only the focus block (a few rows read, no retrieval, no prefix rebuild).
 When retrieval falls back to keyword search (no embedding model, a large indexing backlog), the
 engine's note says so above the retrieved block. At the bottom, a collapsed Stats section (counts,
-memory, database size, tokens this week: core.stats), computed in a worker each time the pane shows.
+memory, database size, tokens this week: core.ops.stats), computed in a worker each time the pane shows.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ STATS_STACKED_VALUE = 24  # narrower than this beside the labels, each value goe
 
 
 def stats_text(rows: list[tuple[str, str]], width: int) -> Text:
-    """core.stats rows as label / value columns whose values wrap under themselves; in a narrow pane
+    """core.ops.stats rows as label / value columns whose values wrap under themselves; in a narrow pane
     (the 120-column layout) each label on its line and its value indented below it."""
     import textwrap
 
@@ -137,7 +137,7 @@ class _Blocks(Message, bubble=False):
 
 @dataclass
 class _Stats(Message, bubble=False):
-    rows: list  # [(label, value)] from core.stats.lines
+    rows: list  # [(label, value)] from core.ops.stats.lines
     error: str | None = None
 
 
@@ -463,7 +463,7 @@ class ContextViewer(VerticalScroll):
     # -- stats -------------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="viewer-stats", exit_on_error=False)
     def _load_stats(self) -> None:
-        from core import stats
+        from core.ops import stats
 
         try:
             with self.services.store() as store:
