@@ -119,7 +119,7 @@ def _order_in(text: str, ids: tuple[int, ...]) -> list[int]:
 def test_cairn_context_shows_the_chats_ranking_and_previewing_is_not_a_use(store, ferries, searcher, cli_embedder,
                                                                            capsys, db_path):
     from core.chat.conversation import Chat
-    from core.providers import preview_provider
+    from core.providers.factory import preview_provider
 
     first, second = ferries
     uses = access_rows(store)
@@ -161,7 +161,7 @@ def test_the_boost_is_measured_on_the_chats_clock(store, indexer, searcher):
     """A memory used often long ago against one used once lately: which wins depends on when 'now' is,
     and the chat's clock (Chat(now=...)) decides it, in the request and in the engine's preview alike."""
     from core.chat.conversation import Chat
-    from core.providers import preview_provider
+    from core.providers.factory import preview_provider
 
     often = make(store, "Answered: ferry times", FERRY, type="memory", created=stamp(FIXED_NOW - timedelta(days=900)))
     lately = make(store, "Answered: ferry times", FERRY, type="memory", created=stamp(FIXED_NOW - timedelta(days=900)))

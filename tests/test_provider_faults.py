@@ -264,7 +264,7 @@ def test_chat_timeout_setting_ends_a_stalled_reply(store, searcher, anth, oai, k
     """`chat.timeout` in the config reaches the SDK client: a reply that stalls mid-stream ends with a
     clear message after that many seconds, the partial reply kept (the default is 120 s, not the SDK's 600)."""
     from core import config as config_module
-    from core.providers import make_provider
+    from core.providers.factory import make_provider
 
     srv = anth if kind == "anthropic" else oai
     path = config_module.write_default(tmp_path / "config.toml")

@@ -27,7 +27,7 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
 )
 from core.chat.context import Focus
-from core.providers import make_provider
+from core.providers.factory import make_provider
 from core.providers.base import ProviderError, Turn, Usage
 from fakes import (
     cut_after,

@@ -731,7 +731,7 @@ def cmd_context(args, out: Out) -> int:
     from core.search.searcher import Searcher
 
     cfg = _config(args)
-    from core.providers import preview_provider
+    from core.providers.factory import preview_provider
 
     provider = preview_provider(cfg)
     with _store(args) as store:
@@ -797,7 +797,7 @@ def cmd_ask(args, out: Out) -> int:
     import threading
 
     from core.chat.conversation import Chat
-    from core.providers import make_provider
+    from core.providers.factory import make_provider
 
     cfg = _config(args)
     provider = make_provider(cfg)

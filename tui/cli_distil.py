@@ -56,7 +56,7 @@ def cmd_distil(args, out) -> int:
 
     with _store(args, readonly=True) as store:
         if args.accept is None:
-            from core.providers import make_provider
+            from core.providers.factory import make_provider
 
             cfg = _config(args)
             provider = make_provider(cfg)

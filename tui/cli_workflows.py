@@ -65,7 +65,7 @@ def _find(args, store, mode: str):
 
     if mode == "links":
         return list(integrate.mention_proposals(store, args.id, limit=args.limit)), []
-    from core.providers import make_provider
+    from core.providers.factory import make_provider
     from core.search.searcher import Searcher
     from tui.cli import _config
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from urllib.parse import urlparse
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -91,13 +92,11 @@ class SDKProvider(Provider):
     SDK client made on first use (importing an SDK costs ~1 s, so nothing imports it before a request)."""
 
     def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None):
-        from core.providers import _is_loopback
-
         super().__init__(model)
         self._api_key = api_key
         self.base_url = base_url
         self.timeout = timeout  # seconds of silence before giving up (None: the SDK's default)
-        self.remote = not (base_url and _is_loopback(base_url))
+        self.remote = not (base_url and is_loopback(base_url))
         self._client = None
 
     @property
@@ -110,3 +109,9 @@ class SDKProvider(Provider):
     def _new_client(self, **options):
         """The SDK client for this key and server (`options`: the SDK's own, e.g. timeout)."""
         raise NotImplementedError
+
+
+def is_loopback(url: str) -> bool:
+    """Whether a server's base URL is on this machine: only such a provider counts as local."""
+    host = (urlparse(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")

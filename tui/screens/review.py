@@ -484,6 +484,6 @@ class ReviewScreen(ModalScreen):
 
 
 def default_provider(config):
-    from core.providers import make_provider
+    from core.providers.factory import make_provider
 
     return make_provider(config)

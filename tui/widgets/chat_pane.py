@@ -275,7 +275,7 @@ class ChatPane(Vertical):
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
-        # (config) -> Provider; tests may inject a provider here. Default: core.providers.make_provider.
+        # (config) -> Provider; tests may inject a provider here. Default: core.providers.factory.make_provider.
         self.make_provider: Callable | None = None
         self.chat_id: int | None = None
         self.chat_title = ""
@@ -432,7 +432,7 @@ class ChatPane(Vertical):
     @work(thread=True, exclusive=True, group="chat-send", exit_on_error=False)
     def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event) -> None:
         from core.chat.conversation import Chat
-        from core.providers import ProviderError
+        from core.providers.base import ProviderError
         from core.graph.store import Store
 
         cfg = self.services.config
@@ -896,7 +896,7 @@ class ChatPane(Vertical):
 
 
 def _default_provider(config):
-    from core.providers import make_provider
+    from core.providers.factory import make_provider
 
     return make_provider(config)
 

@@ -25,7 +25,7 @@ from textual.message import Message
 from textual.widgets import Button, Collapsible, Label, Select, Static, Switch
 
 from core.safe_text import printable
-from core.providers import preview_provider
+from core.providers.factory import preview_provider
 from tui.services import Services
 
 SHOWN_CHARS = 6000  # a block's text is truncated for display beyond this (the request is not)
