@@ -90,7 +90,7 @@ import anthropic  # noqa: E402
 
 from core.chat.conversation import Chat  # noqa: E402
 from core.config import Config  # noqa: E402
-from core.chat.context import Focus  # noqa: E402
+from core.chat.focus import Focus  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
 from core.providers.anthropic_provider import AnthropicProvider  # noqa: E402

@@ -326,7 +326,7 @@ async def test_the_getting_started_graph_can_be_loaded_later_from_the_palette(st
 
 
 async def test_a_focus_change_handled_while_the_app_closes_finds_no_panes_and_is_no_error(store, db_path):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
     from tui.messages import FocusChanged
 
     app = CairnApp(db_path, first_run_prompt=False)

@@ -26,7 +26,7 @@ from chat_support import (  # noqa: F401  (fixtures)
 from core.chat import conversation as chat_module
 from core.agent import profiles
 from core.chat.conversation import Chat, list_chats
-from core.chat.context import Focus
+from core.chat.focus import Focus
 from core.agent.tools import ToolContext, ToolError, ToolRunner
 from fakes import cut_after, http_error, invalid_tool_json, text, tool_call, unauthorized
 

@@ -83,7 +83,7 @@ async def reopen(pilot, app, pane: ChatPane) -> None:
 
 # -- core: the phase event and skipping ----------------------------------------------------------------
 def judged_chat(store, searcher, anth, starter, check="model"):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     chat = new_chat(store, anthropic_provider(anth), searcher, cfg=config(check_citations=check))
     chat.set_focus(Focus((starter,), starter))  # so the cited note was sent

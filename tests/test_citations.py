@@ -122,7 +122,7 @@ QUESTION = "How do I make compost?"
 
 def garden_chat(store, searcher, anth, garden, **chat_settings):
     """A chat with the worm-bin note open in Focus (so [NODE:b] was sent), the tax note nowhere."""
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     a, b, tax = garden
     chat = new_chat(store, anthropic_provider(anth), searcher, cfg=config(**chat_settings))
@@ -254,7 +254,7 @@ def test_model_check_verdicts(store, searcher, anth, garden):
 
 
 def test_passage_spans_read_back_exactly_what_was_sent():
-    from core.chat.context import Passage
+    from core.providers.request import Passage
 
     passages = [Passage(1, 10, "A", [], "  first text\n", 0.9), Passage(2, 11, "B", [], "second", 0.8),
                 Passage(3, 12, "C", [], "never rendered", 0.7)]

@@ -21,7 +21,9 @@ from chat_support import (  # noqa: F401  (fixtures)
 )
 from core.agent import profiles
 from core.agent.profiles import Agent, resolve_instructions
-from core.chat.context import ContextEngine, ContextRequest, Focus, estimate_tokens
+from core.chat.context import ContextEngine
+from core.providers.request import ContextRequest, estimate_tokens
+from core.chat.focus import Focus
 from core.errors import InvalidInput
 from core.providers.base import Turn
 from fakes import text

@@ -26,7 +26,7 @@ from chat_support import (  # noqa: F401  (fixtures)
     searcher,
     send,
 )
-from core.chat.context import Focus
+from core.chat.focus import Focus
 from core.providers.factory import make_provider
 from core.providers.base import ProviderError, Turn, Usage
 from fakes import (

@@ -281,7 +281,7 @@ def private_graph(store, indexer):
 
 
 def test_never_send_keeps_a_private_note_out_of_every_openai_request(store, searcher, oai, private_graph):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     secret, public = private_graph
     cfg = config()
@@ -324,7 +324,7 @@ def test_never_send_keeps_a_private_note_out_of_every_openai_request(store, sear
 
 def test_a_local_openai_compatible_server_may_see_the_private_note(store, searcher, oai, private_graph):
     """The control for the test above: the same script against a local server does send it."""
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     secret, _ = private_graph
     cfg = config()

@@ -130,7 +130,7 @@ def judged_chat(store, searcher, anth, graph):
 
 
 def test_the_citation_judge_tokens_count_once(store, searcher, anth, graph):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     chat = judged_chat(store, searcher, anth, graph)
     chat.set_focus(Focus((graph["compost"],), graph["compost"]))  # so the cited note was sent
@@ -149,7 +149,7 @@ def test_the_citation_judge_tokens_count_once(store, searcher, anth, graph):
 
 
 def test_a_failed_citation_judge_is_a_request_that_used_no_tokens(store, searcher, anth, graph):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     chat = judged_chat(store, searcher, anth, graph)
     chat.set_focus(Focus((graph["compost"],), graph["compost"]))

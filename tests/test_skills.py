@@ -29,7 +29,9 @@ from core.chat import conversation as chat_module
 from core.agent import profiles
 from core.agent import skills
 from core.chat.conversation import Chat
-from core.chat.context import ContextEngine, ContextRequest, Focus, Snapshot
+from core.chat.context import ContextEngine
+from core.providers.request import ContextRequest, Snapshot
+from core.chat.focus import Focus
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Turn
 from fakes import text, tool_call

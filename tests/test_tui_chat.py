@@ -12,7 +12,7 @@ import pytest
 from rich.text import Text
 
 from chat_support import KEY, _no_proxies  # noqa: F401  (autouse fixture: no proxies)
-from core.chat.context import Focus
+from core.chat.focus import Focus
 from core.providers.base import Provider, StreamEvent, Usage
 from tui.app import CairnApp
 from tui.messages import FocusChanged, OpenNode

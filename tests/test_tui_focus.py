@@ -18,7 +18,7 @@ from rich.console import Group
 from rich.padding import Padding
 from textual.widgets import Input, OptionList, Static, TextArea
 
-from core.chat.context import Focus
+from core.chat.focus import Focus
 from core.search.fuzzy import rank_titles
 from tui.app import CairnApp
 from tui.messages import OpenNode

@@ -693,7 +693,7 @@ def cmd_eval(args, out: Out) -> int:
 
 
 def _focus_arg(args):
-    from core.chat.context import Focus
+    from core.chat.focus import Focus
 
     ids: list[int] = []
     for part in (args.focus or "").split(","):
@@ -725,7 +725,8 @@ def _config(args):
 def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
     from core.chat.conversation import Chat
-    from core.chat.context import ContextEngine, ContextRequest
+    from core.chat.context import ContextEngine
+    from core.providers.request import ContextRequest
     from core.agent import profiles
     from core.providers.base import Turn
     from core.search.searcher import Searcher

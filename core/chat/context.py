@@ -10,11 +10,8 @@ every turn; a Focus change re-renders only the focus block.
 from __future__ import annotations
 
 import json
-import math
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from core.search import lexical_rescue
 from core.search import retrieval_fallback
@@ -22,7 +19,8 @@ from core.graph import memory
 from core.agent import tools as tools_module
 from core.agent.profiles import Agent, resolve_instructions
 from core.graph.retirement import RETIRED
-from core.chat.focus import Focus  # noqa: F401  (part of this module's interface)
+from core.chat.focus import Focus
+from core.providers.request import Passage, Snapshot, Suffix
 from core.graph.store import Store
 
 BASE_CONTEXT = """\
@@ -68,106 +66,6 @@ def cut(scored: list[tuple[float, dict]], min_cosine: float | None = None, relat
     rescued = lexical_rescue.rescued(message, scored, relative * best, store) if message else None
     return [(c, h) for i, (c, h) in enumerate(scored)
             if (c >= min_cosine or i == rescued) and (h["score"] or 0.0) >= relative * best][:max_passages]
-
-
-def estimate_tokens(text: str) -> int:
-    """An estimate (about 4 characters a token for English); providers' reported usage corrects it."""
-    return math.ceil(len(text.encode("utf-8")) / 4) if text else 0
-
-
-@dataclass
-class Block:
-    name: str
-    text: str
-    cached: bool
-
-    @property
-    def tokens_est(self) -> int:
-        return estimate_tokens(self.text)
-
-    def summary(self) -> dict:
-        return {"name": self.name, "cached": self.cached, "tokens_est": self.tokens_est}
-
-
-@dataclass
-class Passage:
-    n: int
-    node_id: int
-    title: str
-    heading_path: list[str]
-    text: str
-    cosine: float | None  # None for a keyword-fallback passage (core.search.retrieval_fallback)
-    via: str = "search"  # "search"; in the keyword fallback "keyword" or "recent" (a recent note, not a match)
-
-
-@dataclass
-class Snapshot:
-    """What a conversation fixes at its start so its prefix never changes."""
-
-    tools: list[dict]
-    system: str
-    core_notes: str
-    background: str
-    node_ids: list[int]  # nodes whose content is in the system part (for sent_log)
-    # system 2: the skill catalog and workflow list (orchestrators). A default, so the snapshots of
-    # chats started before skills existed still load (they simply have no catalog).
-    skills: str = ""
-
-    def as_json(self) -> str:
-        return json.dumps(self.__dict__, ensure_ascii=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> "Snapshot":
-        return cls(**json.loads(text))
-
-
-@dataclass
-class Suffix:
-    focus: str
-    retrieved: str
-    datetime: str
-    passages: list[Passage] = field(default_factory=list)
-    node_ids: list[int] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return "\n\n".join(p for p in (self.focus, self.retrieved, self.datetime) if p)
-
-
-@dataclass
-class ContextRequest:
-    """Provider-neutral request: providers lay it out in this order and add cache markers."""
-
-    snapshot: Snapshot
-    history: list[dict]  # messages as sent: {"role", "content": [neutral blocks]}
-    user_text: str
-    suffix: Suffix
-    model: str
-
-    def blocks(self) -> list[Block]:
-        out = [Block("tools", json.dumps(self.snapshot.tools, ensure_ascii=False), True),
-               Block("system", self.snapshot.system, True)]
-        if self.snapshot.skills:
-            out.append(Block("skills", self.snapshot.skills, True))
-        if self.snapshot.core_notes:
-            out.append(Block("core_notes", self.snapshot.core_notes, True))
-        if self.snapshot.background:
-            out.append(Block("background", self.snapshot.background, True))
-        if self.history:
-            out.append(Block("history", json.dumps(self.history, ensure_ascii=False), True))
-        out.append(Block("user", self.user_text, True))
-        for name in ("focus", "retrieved", "datetime"):
-            text = getattr(self.suffix, name)
-            if text:
-                out.append(Block(name, text, False))
-        return out
-
-    @property
-    def node_ids(self) -> list[int]:
-        seen: dict[int, None] = {}
-        for i in [*self.snapshot.node_ids, *self.suffix.node_ids]:
-            seen.setdefault(i, None)
-        return list(seen)
 
 
 def _preview(text: str, words: int = PREVIEW_WORDS) -> str:

@@ -18,7 +18,9 @@ from core.chat import citations
 from core.chat import usage_log
 from core.agent import profiles
 from core.graph import memory
-from core.chat.context import ContextEngine, ContextRequest, Focus, Snapshot, Suffix, estimate_tokens
+from core.chat.context import ContextEngine
+from core.providers.request import ContextRequest, Snapshot, Suffix, estimate_tokens
+from core.chat.focus import Focus
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
 from core.graph.store import Store

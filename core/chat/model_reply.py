@@ -53,7 +53,7 @@ def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int
     """Send `system` and one user message to `provider` (no tools, no history) and return the whole reply.
     A provider error raises ReplyFailed; a cancelled request returns with stop "cancelled" (the caller
     says what that means for it)."""
-    from core.chat.context import ContextRequest, Snapshot, Suffix
+    from core.providers.request import ContextRequest, Snapshot, Suffix
     from core.providers.base import Turn
 
     request = ContextRequest(Snapshot([], system, "", "", []), [], user, Suffix("", "", ""), provider.model)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from core.errors import CairnError
+from core.providers.request import ContextRequest
 
 
 class ProviderError(CairnError):
@@ -65,7 +66,7 @@ class StreamEvent:
 class Turn:
     """What a provider needs for one request: the neutral request and this turn's tool-loop messages."""
 
-    request: Any  # core.chat.context.ContextRequest
+    request: ContextRequest
     loop: list[dict] = field(default_factory=list)  # assistant tool_use / user tool_result messages
     chat_key: str = ""
     max_tokens: int = 4096

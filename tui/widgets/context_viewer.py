@@ -316,7 +316,7 @@ class ContextViewer(VerticalScroll):
         self._show_focus(message.text)
 
     def _show_focus(self, text: str) -> None:
-        from core.chat.context import estimate_tokens
+        from core.providers.request import estimate_tokens
 
         self.focus_text = text
         self.blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(text), text) for b in self.blocks]
@@ -349,7 +349,9 @@ class ContextViewer(VerticalScroll):
     def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
         from core.agent import profiles
         from core.chat.conversation import Chat
-        from core.chat.context import ContextEngine, ContextRequest, Focus
+        from core.chat.context import ContextEngine
+        from core.providers.request import ContextRequest
+        from core.chat.focus import Focus
         from core.search.searcher import Searcher
         from core.graph.store import Store
 
@@ -397,7 +399,7 @@ class ContextViewer(VerticalScroll):
         blocks = message.blocks
         if message.focus_seq != self._focus_seq:
             # The Focus changed while this was built: keep the newer focus block.
-            from core.chat.context import estimate_tokens
+            from core.providers.request import estimate_tokens
 
             blocks = [b if b[0] != "focus" else ("focus", False, estimate_tokens(self.focus_text), self.focus_text)
                       for b in blocks]
