@@ -1,0 +1,196 @@
+"""The built wheel is the whole product: built from a copy of the tracked tree, installed without -e
+into a fresh venv, it imports every module, runs `cairn` (add, index, search, mcp) and starts the app,
+all from outside the checkout."""
+
+from __future__ import annotations
+
+import configparser
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from test_mcp import TOOLS
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("core", "tui", "styles")
+TIMEOUT = 120  # generous: two shared cores; no assertion is about speed
+
+if importlib.util.find_spec("pip") is None or importlib.util.find_spec("venv") is None:
+    pytest.skip("pip or venv is not available to this Python", allow_module_level=True)
+
+
+@dataclass
+class Installed:
+    venv: Path
+    site: Path  # the new venv's site-packages
+    wheel: Path
+    tree: list[str]  # the checkout's files that were built, relative to ROOT
+    work: Path  # a cwd outside the checkout
+    env: dict[str, str]
+
+    @property
+    def python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+        done = subprocess.run(list(args), cwd=self.work, env=self.env, input=input, capture_output=True,
+                              text=True, timeout=TIMEOUT)
+        assert done.returncode == 0, f"{args} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+        return done
+
+
+def _source_files() -> list[str]:
+    """The checkout's files as git knows them (tracked, plus new ones not ignored), that exist now."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    return sorted({f for f in listed if f and (ROOT / f).is_file()})
+
+
+def _module_name(path: str) -> str:
+    parts = list(Path(path).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _pip(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet", *args], check=True,
+                   timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Installed:
+    base = tmp_path_factory.mktemp("packaging")
+    src, dist, venv, work = base / "src", base / "dist", base / "venv", base / "work"
+    tree = _source_files()
+    for rel in tree:
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, src / rel)
+    _pip("wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(dist), str(src))
+    [wheel] = dist.glob("cairn-*.whl")
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT)
+    _pip("--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel))
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    # The dependencies come from the dev venv without a download: a path line in a .pth is appended to
+    # sys.path, while the .pth files in that directory (the dev venv's editable cairn) are not processed.
+    (site / "dev_venv_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CAIRN_DEBUG", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env |= {"HOME": str(base / "home"), "CAIRN_HOME": str(base / "cairnhome")}
+    return Installed(venv=venv, site=site, wheel=wheel, tree=tree, work=work, env=env)
+
+
+def _wheel_names(installed: Installed) -> list[str]:
+    with zipfile.ZipFile(installed.wheel) as whl:
+        return whl.namelist()
+
+
+def _console_script(installed: Installed) -> Path:
+    """`cairn` as the wheel's entry_points.txt declares it (the CLI's module path may move)."""
+    with zipfile.ZipFile(installed.wheel) as whl:
+        [name] = [n for n in whl.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        points = configparser.ConfigParser()
+        points.read_string(whl.read(name).decode())
+    assert "cairn" in points["console_scripts"], dict(points["console_scripts"])
+    script = installed.venv / "bin" / "cairn"
+    assert script.is_file(), f"the install did not create {script}"
+    return script
+
+
+def test_the_wheel_holds_every_module_and_data_file_of_the_checkout(installed):
+    names = set(_wheel_names(installed))
+    ours = [f for f in installed.tree if f.split("/")[0] in PACKAGES]
+    modules = [f for f in ours if f.endswith(".py")]
+    assert len(modules) > 50, "the source listing found too few modules to mean anything"
+    dropped = sorted(f for f in modules if f not in names)
+    assert not dropped, f"modules missing from the wheel: {dropped}"
+
+    data = [f for f in ours if f.startswith("styles/") and f.endswith(".tcss")
+            or f.startswith("core/agent/skills_builtin/") and f.endswith(".md")]
+    assert any(f.endswith(".tcss") for f in data) and any(f.endswith(".md") for f in data)
+    missing = sorted(f for f in data if f not in names)
+    assert not missing, f"package data missing from the wheel: {missing}"
+    strays = sorted(n for n in names if n.split("/")[0] not in PACKAGES and ".dist-info/" not in n)
+    assert not strays, f"the wheel carries files outside core/, tui/, styles/: {strays}"
+
+
+def test_every_module_of_the_wheel_imports_from_the_new_venv(installed):
+    modules = sorted(_module_name(n) for n in _wheel_names(installed)
+                     if n.endswith(".py") and not n.endswith("__main__.py"))  # __main__ would run the CLI
+    script = textwrap.dedent("""
+        import importlib, json, sys
+        found = {}
+        for name in json.loads(sys.argv[1]):
+            found[name] = importlib.import_module(name).__file__
+        print(json.dumps(found))
+    """)
+    found = json.loads(installed.run(installed.python, "-c", script, json.dumps(modules)).stdout)
+    assert set(found) == set(modules)
+    assert found["core"].startswith(str(installed.site)), "the dev venv's editable cairn was imported"
+    elsewhere = {m: f for m, f in found.items() if not f.startswith(str(installed.site))}
+    assert not elsewhere, f"modules imported from outside the new venv: {elsewhere}"
+
+
+def test_the_installed_cairn_adds_indexes_and_finds_a_note(installed):
+    cairn = str(_console_script(installed))
+    db = str(installed.work / "cli.db")
+    assert installed.run(cairn, "--version").stdout.strip().endswith("0.1.0")
+    added = installed.run(cairn, "add", "--db", db, "--title", "Moraines",
+                          "Glaciers leave moraines of rock and gravel where they stop.")
+    assert added.stdout.strip(), added.stderr
+    installed.run(cairn, "index", "--db", db)
+    hits = json.loads(installed.run(cairn, "search", "--db", db, "--json", "moraines").stdout)
+    assert [h["title"] for h in hits] == ["Moraines"]
+
+
+async def test_the_installed_cairn_mcp_speaks_mcp_over_stdio(installed):
+    params = StdioServerParameters(command=str(_console_script(installed)),
+                                   args=["mcp", "--db", str(installed.work / "mcp.db")],
+                                   env={k: installed.env[k] for k in ("HOME", "CAIRN_HOME")}, cwd=installed.work)
+    with open(installed.work / "mcp-stderr.log", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as session:
+                await session.initialize()
+                listed = (await session.list_tools()).tools
+    assert [t.name for t in listed] == TOOLS
+
+
+def test_the_installed_app_starts_headless_with_its_panes(installed):
+    script = textwrap.dedent("""
+        import asyncio, sys, time
+        from pathlib import Path
+        from tui.app import CairnApp
+        from tui.widgets.chat_pane import ChatPane
+        from tui.widgets.focus_panel import FocusPanel
+        from tui.widgets.node_browser import NodeList
+
+        async def main():
+            app = CairnApp(Path(sys.argv[1]), first_run_prompt=False)
+            async with app.run_test(size=(120, 40)) as pilot:
+                deadline = time.monotonic() + 30
+                while not all(app.query(kind) for kind in (NodeList, FocusPanel, ChatPane)):
+                    assert time.monotonic() < deadline, "the main screen's panes did not mount"
+                    await pilot.pause(0.05)
+                app.exit()
+            print("panes mounted")
+
+        asyncio.run(main())
+    """)
+    done = installed.run(installed.python, "-c", script, str(installed.work / "app.db"))
+    assert done.stdout.strip().endswith("panes mounted"), done.stderr
