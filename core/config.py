@@ -1,106 +1,151 @@
-"""Settings: `config.toml` read with tomllib, written with tomlkit (comments survive), validated
-into a typed model whose errors name the file and the key. Environment variables beat the file.
-The file is created 0600, and Cairn warns when others can read it (it may hold API keys)."""
+"""Settings: `config.toml` read with tomllib, written with tomlkit (comments survive), validated into
+typed models shaped like the file (one per table). Each field holds its default and its comment, and
+the commented template is generated from them. Any unknown key, wrong type or bad value is an error
+naming the file and the key. Environment variables beat the file. The file is created 0600, and Cairn
+warns when others can read it (it may hold API keys)."""
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import stat
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, get_type_hints
 
 from core.errors import CairnError
 from core.paths import config_path
 
 PROVIDERS = ("offline", "anthropic", "openai")
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1-mini", "offline": "offline"}
-
-TEMPLATE = """\
-# Cairn settings. Environment variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENAI_BASE_URL) beat this file.
-user_name = ""
-
-[chat]
-provider = "offline"     # offline | anthropic | openai (openai also covers Ollama, llama.cpp, LM Studio)
-model = ""               # empty: the provider's default
-base_url = ""            # an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1
-agent = "orchestrator"   # orchestrator | easy | worker | planner
-background_context = true  # the top-10 hubs in the cached prefix (orchestrators only)
-cache_ttl = "5m"         # "5m" or "1h" for the system part (Anthropic)
-timeout = 120            # seconds a provider may stay silent (before or during a reply) before Cairn gives up
-check_citations = "sent" # off | sent (flag [N]/[NODE:id] not in the context sent) | model (also ask the model)
-
-[privacy]
-never_send = []          # dimensions whose nodes never leave the machine, e.g. ["private"]
-
-[mcp]
-allow_edits = false
-
-[memory]                 # retention of auto-written memory nodes (never your own notes); 0 = no limit
-max_age_days = 0         # trash memory neither used nor edited in this many days
-max_count = 0            # keep only the N most recently used memory nodes
-
-[ui]
-theme = ""               # a Textual theme name, e.g. "nord"; empty: Cairn's own
-animations = "none"      # none | basic | full (over SSH every animation frame crosses the wire)
-
-[vault]
-watch = ""               # a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)
-
-[keymap]                 # binding id = "key", e.g. quick_capture = "ctrl+k" (ids: press f1 in the app)
-"""
-
-
 ANIMATION_LEVELS = ("none", "basic", "full")
 CITATION_CHECKS = ("off", "sent", "model")
+CACHE_TTLS = ("5m", "1h")
 
 
 class ConfigError(CairnError):
     pass
 
 
+# A value check returns what is wrong with a well-typed value, to follow "`table.key` ", or None.
+Check = Callable[[Any], "str | None"]
+
+
+def _one_of(choices: tuple[str, ...]) -> Check:
+    return lambda value: None if value in choices else f"is {value!r}; use one of {', '.join(choices)}"
+
+
+def _between(low: float, high: float, unit: str) -> Check:
+    return lambda value: None if low <= value <= high else f"must be between {low} and {high} {unit}, not {value!r}"
+
+
+def _zero_or_more(value: int) -> str | None:
+    return None if value >= 0 else f"must be a whole number, 0 or more (0 = no limit), not {value!r}"
+
+
+def setting(default: Any, comment: str, check: Check | None = None) -> Any:
+    """A setting of a table: its default, the comment the template writes beside it, an optional value check."""
+    meta = {"comment": comment, "check": check}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass
 class ChatSettings:
-    provider: str = "offline"
-    model: str = ""
-    base_url: str = ""
-    agent: str = "orchestrator"
-    background_context: bool = True
-    cache_ttl: str = "5m"
-    timeout: float = 120.0  # seconds without a byte from the provider; a stalled reply ends, partial kept
-    check_citations: str = "sent"  # off | sent | model (see core/chat/citations.py)
+    """the model Cairn talks to and how it asks"""
+
+    provider: str = setting("offline", "offline | anthropic | openai (openai also covers Ollama, llama.cpp, LM Studio)",
+                            _one_of(PROVIDERS))
+    model: str = setting("", "empty: the provider's default")
+    base_url: str = setting("", "an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1")
+    agent: str = setting("orchestrator", "orchestrator | easy | worker | planner")
+    background_context: bool = setting(True, "the top-10 hubs in the cached prefix (orchestrators only)")
+    cache_ttl: str = setting("5m", '"5m" or "1h" for the system part (Anthropic)', _one_of(CACHE_TTLS))
+    timeout: float = setting(120.0, "seconds a provider may stay silent (before or during a reply) before Cairn "
+                                    "gives up", _between(1, 3600, "seconds"))
+    check_citations: str = setting("sent", "off | sent (flag [N]/[NODE:id] not in the context sent) | model "
+                                           "(also ask the model)", _one_of(CITATION_CHECKS))
+
+
+@dataclass
+class PrivacySettings:
+    """what never leaves the machine, by any path"""
+
+    never_send: list[str] = setting([], 'dimensions whose nodes never leave the machine, e.g. ["private"]')
+
+
+@dataclass
+class McpSettings:
+    """what MCP clients (other AI tools) may do"""
+
+    allow_edits: bool = setting(False, "let MCP clients change or delete existing notes and edges (they may always add)")
 
 
 @dataclass
 class MemorySettings:
-    """Retention of type='memory' nodes (core.graph.retention); 0 means no limit, both 0 means no policy."""
+    """retention of auto-written memory nodes (never your own notes); 0 = no limit"""
 
-    max_age_days: int = 0
-    max_count: int = 0
+    max_age_days: int = setting(0, "trash memory neither used nor edited in this many days", _zero_or_more)
+    max_count: int = setting(0, "keep only the N most recently used memory nodes", _zero_or_more)
+
+
+@dataclass
+class UiSettings:
+    """how the app looks"""
+
+    theme: str = setting("", 'a Textual theme name, e.g. "nord"; empty: Cairn\'s own')
+    animations: str = setting("none", "none | basic | full (over SSH every animation frame crosses the wire)",
+                              _one_of(ANIMATION_LEVELS))
+
+
+@dataclass
+class VaultSettings:
+    """markdown notes kept in step with the database"""
+
+    watch: str = setting("", "a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)")
+
+
+@dataclass
+class KeySettings:
+    """API keys; the environment ($ANTHROPIC_API_KEY, $OPENAI_API_KEY) wins over these"""
+
+    anthropic: str = setting("", "better in $ANTHROPIC_API_KEY than in a file")
+    openai: str = setting("", "better in $OPENAI_API_KEY than in a file")
+
+
+def table(model: type) -> Any:
+    """A table of the file, read into `model`."""
+    return field(default_factory=model, metadata={"table": model})
 
 
 @dataclass
 class Config:
+    """The whole file: `user_name`, then one field per table; `path` and `warnings` are not file keys."""
+
     path: Path | None = None
-    user_name: str = ""
-    chat: ChatSettings = field(default_factory=ChatSettings)
-    never_send: list[str] = field(default_factory=list)
-    mcp_allow_edits: bool = False
-    memory: MemorySettings = field(default_factory=MemorySettings)
-    keys: dict[str, str] = field(default_factory=dict)  # from the file; env wins in api_key()
-    keymap: dict[str, str] = field(default_factory=dict)  # binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
-    theme: str = ""
-    animations: str = "none"  # Textual's animation level: none | basic | full
-    vault_watch: str = ""  # folder of markdown notes kept in sync while the app runs (core.vault.watch)
+    user_name: str = setting("", 'what the model calls you; empty: "the user"')
+    chat: ChatSettings = table(ChatSettings)
+    privacy: PrivacySettings = table(PrivacySettings)
+    mcp: McpSettings = table(McpSettings)
+    memory: MemorySettings = table(MemorySettings)
+    ui: UiSettings = table(UiSettings)
+    vault: VaultSettings = table(VaultSettings)
+    # [keymap] has free keys: binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}
+    keymap: dict[str, str] = field(default_factory=dict, metadata={
+        "table": dict, "comment": 'binding id = "key", e.g. quick_capture = "ctrl+k" (ids: press f1 in the app)'})
+    keys: KeySettings = table(KeySettings)
     warnings: list[str] = field(default_factory=list)
 
     def api_key(self, provider: str) -> str | None:
         env = KEY_ENV.get(provider)
         if env and os.environ.get(env):
             return os.environ[env]
-        return self.keys.get(provider) or None
+        return getattr(self.keys, provider, "") or None
 
     def key_status(self, provider: str) -> str:
         """What the UI may show about a key: where it comes from, never the key."""
@@ -109,15 +154,16 @@ class Config:
             return "not needed"
         if os.environ.get(env):
             return f"set (from ${env})"
-        if self.keys.get(provider):
+        if getattr(self.keys, provider):
             return "set (from config file)"
         return f"missing (set ${env})"
 
     def base_url(self, provider: str) -> str | None:
         if provider == "openai":
-            return os.environ.get("OPENAI_BASE_URL") or self.chat.base_url or None
+            return os.environ.get(BASE_URL_ENV["openai"]) or self.chat.base_url or None
         if provider == "anthropic":
-            return os.environ.get("ANTHROPIC_BASE_URL") or (self.chat.base_url if self.chat.provider == "anthropic" else "") or None
+            return (os.environ.get(BASE_URL_ENV["anthropic"])
+                    or (self.chat.base_url if self.chat.provider == "anthropic" else "") or None)
         return None
 
     def model(self, provider: str | None = None) -> str:
@@ -127,75 +173,189 @@ class Config:
         return DEFAULT_MODELS[provider]
 
 
-def _expect(where: str, key: str, value: Any, kind: type) -> Any:
-    if not isinstance(value, kind):
-        raise ConfigError(f"{where}: `{key}` must be {kind.__name__}, not {type(value).__name__} ({value!r}).")
+# --- the shape of the file, read off the models -------------------------------------------------
+
+def _settings(model: type) -> dict[str, tuple[Any, Field]]:
+    """name -> (type, field) of the file keys a model holds (Config: top-level settings and tables)."""
+    hints = get_type_hints(model)
+    return {f.name: (hints[f.name], f) for f in fields(model) if f.metadata}
+
+
+_EXPECTED = {str: "a string", bool: "true or false", int: "a whole number", float: "a number",
+             list[str]: "a list of strings", dict: "a table"}
+
+
+def _toml(value: Any) -> str:
+    """A value as TOML writes it (for the template and for messages)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are all valid in TOML
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return str(value)
+
+
+def _noun(value: Any) -> str:
+    kinds = ((bool, "a boolean"), (int, "a whole number"), (float, "a number"), (str, "a string"),
+             (list, "a list"), (dict, "a table"))
+    kind = next((word for cls, word in kinds if isinstance(value, cls)), "a date or time")
+    return f"{kind} ({_toml(value)})" if kind != "a table" else kind
+
+
+def _typed(where: str, dotted: str, value: Any, hint: Any) -> Any:
+    """`value` as the setting's type, or a ConfigError naming the file, key, expected type and value."""
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # `timeout = 60` is as good as 60.0
+    if hint == list[str]:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: `{dotted}` must be {_EXPECTED[hint]}, not {_noun(value)}.")
+        return [_typed(where, f"{dotted}[{i}]", item, str) for i, item in enumerate(value)]
+    if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+        raise ConfigError(f"{where}: `{dotted}` must be {_EXPECTED.get(hint, hint.__name__)}, not {_noun(value)}.")
     return value
 
 
-def load(path: Path | None = None) -> Config:
+def _unknown(where: str, section: str | None, key: str, known: list[str], *, is_table: bool = False) -> ConfigError:
+    """An unknown key (or, at the top level, table), with the nearest known one or else all of them."""
+    near = difflib.get_close_matches(key, known, n=1)
+    if is_table:
+        what, hint = f"table `[{key}]`", f"; did you mean `[{near[0]}]`?" if near else ""
+    else:
+        what, hint = f"setting `{section + '.' if section else ''}{key}`", f"; did you mean `{near[0]}`?" if near else ""
+    if not near:
+        hint = f" (known {'in [' + section + ']' if section else 'at the top level'}: {', '.join(known)})."
+    return ConfigError(f"{where}: unknown {what}{hint}")
+
+
+def _setting(where: str, section: str | None, key: str, value: Any, hint: Any, fld: Field) -> Any:
+    dotted = f"{section}.{key}" if section else key
+    value = _typed(where, dotted, value, hint)
+    check = fld.metadata.get("check")
+    problem = check(value) if check else None
+    if problem:
+        raise ConfigError(f"{where}: `{dotted}` {problem}.")
+    return value
+
+
+def _fill(cfg: Config, data: dict, where: str) -> None:
+    top = _settings(Config)
+    for name, value in data.items():
+        if name not in top:
+            raise _unknown(where, None, name, list(top), is_table=isinstance(value, dict))
+        hint, fld = top[name]
+        model = fld.metadata.get("table")
+        if model is None:
+            setattr(cfg, name, _setting(where, None, name, value, hint, fld))
+            continue
+        _typed(where, name, value, dict)
+        if model is dict:  # free keys, each a string
+            setattr(cfg, name, {k: _typed(where, f"{name}.{k}", v, str) for k, v in value.items()})
+            continue
+        known = _settings(model)
+        target = getattr(cfg, name)
+        for key, item in value.items():
+            if key not in known:
+                raise _unknown(where, name, key, list(known))
+            setattr(target, key, _setting(where, name, key, item, *known[key]))
+
+
+def _read(path: Path | None) -> tuple[Config, dict]:
+    """The config and the raw table it was read from ({} when there is no file)."""
     path = Path(path) if path else config_path()
     cfg = Config(path=path)
     if not path.exists():
-        return cfg
+        return cfg, {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}.") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not UTF-8 text.") from None
-    mode = path.stat().st_mode
-    if mode & (stat.S_IRGRP | stat.S_IROTH):
+    if path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
         cfg.warnings.append(f"{path} is readable by other users; run: chmod 600 {path}")
-    where = str(path)
-    cfg.user_name = _expect(where, "user_name", data.get("user_name", ""), str)
-    chat = data.get("chat", {})
-    _expect(where, "chat", chat, dict)
-    known = set(ChatSettings.__dataclass_fields__)
-    for key, value in chat.items():
-        if key not in known:
-            raise ConfigError(f"{where}: unknown setting `chat.{key}` (known: {', '.join(sorted(known))}).")
-        default = getattr(ChatSettings(), key)
-        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)  # `timeout = 60` is as good as 60.0
-        setattr(cfg.chat, key, _expect(where, f"chat.{key}", value, type(default)))
-    if cfg.chat.provider not in PROVIDERS:
-        raise ConfigError(f"{where}: `chat.provider` is {cfg.chat.provider!r}; use one of {', '.join(PROVIDERS)}.")
-    if not 1 <= cfg.chat.timeout <= 3600:
-        raise ConfigError(f"{where}: `chat.timeout` must be between 1 and 3600 seconds.")
-    if cfg.chat.cache_ttl not in ("5m", "1h"):
-        raise ConfigError(f"{where}: `chat.cache_ttl` must be \"5m\" or \"1h\".")
-    if cfg.chat.check_citations not in CITATION_CHECKS:
-        raise ConfigError(f"{where}: `chat.check_citations` is {cfg.chat.check_citations!r}; use one of "
-                          f"{', '.join(CITATION_CHECKS)}.")
-    privacy = _expect(where, "privacy", data.get("privacy", {}), dict)
-    never = _expect(where, "privacy.never_send", privacy.get("never_send", []), list)
-    cfg.never_send = [_expect(where, "privacy.never_send[]", d, str) for d in never]
-    mcp = _expect(where, "mcp", data.get("mcp", {}), dict)
-    cfg.mcp_allow_edits = _expect(where, "mcp.allow_edits", mcp.get("allow_edits", False), bool)
-    memory = _expect(where, "memory", data.get("memory", {}), dict)
-    for key, value in memory.items():
-        if key not in MemorySettings.__dataclass_fields__:
-            raise ConfigError(f"{where}: unknown setting `memory.{key}` (known: max_age_days, max_count).")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{where}: `memory.{key}` must be a whole number, 0 or more (0 = no limit), "
-                              f"not {value!r}.")
-        setattr(cfg.memory, key, value)
-    keymap = _expect(where, "keymap", data.get("keymap", {}), dict)
-    cfg.keymap = {k: _expect(where, f"keymap.{k}", v, str) for k, v in keymap.items()}
-    ui = _expect(where, "ui", data.get("ui", {}), dict)
-    cfg.theme = _expect(where, "ui.theme", ui.get("theme", ""), str)
-    cfg.animations = _expect(where, "ui.animations", ui.get("animations", "none"), str)
-    if cfg.animations not in ANIMATION_LEVELS:
-        raise ConfigError(f"{where}: `ui.animations` is {cfg.animations!r}; use one of {', '.join(ANIMATION_LEVELS)}.")
-    vault = _expect(where, "vault", data.get("vault", {}), dict)
-    for key in vault:
-        if key != "watch":
-            raise ConfigError(f"{where}: unknown setting `vault.{key}` (known: watch).")
-    cfg.vault_watch = _expect(where, "vault.watch", vault.get("watch", ""), str).strip()
-    keys = _expect(where, "keys", data.get("keys", {}), dict)
-    cfg.keys = {k: _expect(where, f"keys.{k}", v, str) for k, v in keys.items() if v}
-    return cfg
+    _fill(cfg, data, str(path))
+    return cfg, data
+
+
+def load(path: Path | None = None) -> Config:
+    return _read(path)[0]
+
+
+# --- where each value comes from ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Origin:
+    """One effective setting: its dotted key, the value Cairn uses, and where that value comes from."""
+
+    key: str
+    value: Any
+    origin: str  # "default", "file" or "environment ($NAME)"
+
+
+def origins(path: Path | None = None) -> list[Origin]:
+    """Every setting in file order with its effective value and origin; an API key shows only
+    "set" or "missing", never the key."""
+    cfg, data = _read(path)
+    rows = []
+    for name, (_, fld) in _settings(Config).items():
+        model = fld.metadata.get("table")
+        if model is None:
+            rows.append(Origin(name, getattr(cfg, name), "file" if name in data else "default"))
+        elif model is dict:
+            rows.extend(Origin(f"{name}.{k}", v, "file") for k, v in getattr(cfg, name).items())
+        else:
+            written = data.get(name, {})
+            for key in _settings(model):
+                rows.append(_origin(cfg, name, key, "file" if key in written else "default"))
+    return rows
+
+
+def _origin(cfg: Config, section: str, key: str, origin: str) -> Origin:
+    dotted = f"{section}.{key}"
+    if section == "keys":
+        env = KEY_ENV[key]
+        if os.environ.get(env):
+            return Origin(dotted, "set", f"environment (${env})")
+        return Origin(dotted, "set" if getattr(cfg.keys, key) else "missing", origin)
+    if dotted == "chat.base_url":
+        env = BASE_URL_ENV.get(cfg.chat.provider)
+        if env and os.environ.get(env):
+            return Origin(dotted, os.environ[env], f"environment (${env})")
+    if dotted == "chat.model":
+        return Origin(dotted, cfg.model(), origin)  # empty in the file means the provider's default
+    return Origin(dotted, getattr(getattr(cfg, section), key), origin)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+HEADER = (f"# Cairn settings. Environment variables ({', '.join([*KEY_ENV.values(), *BASE_URL_ENV.values()])}) "
+          "beat this file.")
+
+
+def _commented(text: str, comment: str) -> str:
+    return f"{text:<24} # {comment}"
+
+
+def _template() -> str:
+    """The commented config file `write_default` writes, generated from the models' defaults."""
+    lines = [HEADER]
+    for name, (_, fld) in _settings(Config).items():
+        model = fld.metadata.get("table")
+        if model is None:
+            lines.append(_commented(f"{name} = {_toml(fld.default)}", fld.metadata["comment"]))
+            continue
+        lines += ["", _commented(f"[{name}]", fld.metadata["comment"] if model is dict else model.__doc__)]
+        if model is not dict:
+            defaults = model()
+            lines += [_commented(f"{key} = {_toml(getattr(defaults, key))}", f.metadata["comment"])
+                      for key, (_, f) in _settings(model).items()]
+    return "\n".join(lines) + "\n"
+
+
+TEMPLATE = _template()
 
 
 def write_default(path: Path | None = None) -> Path:
@@ -210,19 +370,67 @@ def write_default(path: Path | None = None) -> Path:
     return path
 
 
+def _setting_type(where: str, dotted: str) -> Any:
+    """The type of the setting `dotted` names, or a ConfigError when the file has no such setting."""
+    parts = dotted.split(".")
+    if len(parts) > 2 or not all(parts):
+        raise ConfigError(f"{where}: `{dotted}` is not a setting: use KEY or TABLE.KEY, e.g. chat.provider.")
+    top = _settings(Config)
+    if parts[0] not in top:
+        raise _unknown(where, None, parts[0], list(top), is_table=len(parts) == 2)
+    hint, fld = top[parts[0]]
+    model = fld.metadata.get("table")
+    if len(parts) == 1:
+        if model is not None:
+            raise ConfigError(f"{where}: `{dotted}` is a table, not a setting: give TABLE.KEY, e.g. chat.provider.")
+        return hint
+    if model is None:
+        raise ConfigError(f"{where}: `{parts[0]}` is a setting, not a table: give `{parts[0]}` alone.")
+    if model is dict:
+        return str
+    known = _settings(model)
+    if parts[1] not in known:
+        raise _unknown(where, parts[0], parts[1], list(known))
+    return known[parts[1]][0]
+
+
+def _from_text(text: str, hint: Any) -> Any:
+    """Text from a command line as the setting's type; text that does not parse stays text, so
+    validation names the type it should have been."""
+    if hint is bool and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if hint == list[str]:
+        return [v.strip() for v in text.split(",") if v.strip()]
+    for kind in (int, float):
+        if hint is kind:
+            try:
+                return kind(text)
+            except ValueError:
+                return text
+    return text
+
+
 def set_value(dotted: str, value: Any, path: Path | None = None) -> Path:
-    """Change one setting in place with tomlkit, keeping the file's comments."""
+    """Change one setting in place with tomlkit, keeping the file's comments. Text is read as the
+    setting's type ("true", "60", "a,b" for a list); an unknown key or bad value changes nothing."""
     import tomlkit
 
+    path = Path(path) if path else config_path()
+    try:
+        hint = _setting_type(str(path), dotted)  # before write_default: an unknown key creates no file
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} Nothing was changed.") from None
+    if isinstance(value, str) and hint is not str:
+        value = _from_text(value, hint)
     path = write_default(path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     parts = dotted.split(".")
-    table = doc
+    target = doc
     for part in parts[:-1]:
-        if part not in table:
-            table[part] = tomlkit.table()
-        table = table[part]
-    table[parts[-1]] = value
+        if part not in target:
+            target[part] = tomlkit.table()
+        target = target[part]
+    target[parts[-1]] = value
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -203,14 +203,14 @@ async def test_command_palette_offers_pane_actions_that_run(store, db_path):
 
 
 async def test_the_app_keeps_the_vault_watch_folder_in_sync(store, db_path, tmp_path):
-    from core.config import Config
+    from core.config import Config, VaultSettings
     from tui.services import Services
 
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Garden.md").write_text("# Garden\n\nTomatoes need sun. See [[Compost]].\n", encoding="utf-8")
     (vault / "Compost.md").write_text("# Compost\n\nBrown and green layers.\n", encoding="utf-8")
-    app = CairnApp(db_path, services=Services(db_path, config=Config(vault_watch=str(vault))), first_run_prompt=False)
+    app = CairnApp(db_path, services=Services(db_path, config=Config(vault=VaultSettings(watch=str(vault)))), first_run_prompt=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await until_listed(pilot, app, "Garden", "Compost")  # the initial import reached the list
         (vault / "Seeds.md").write_text("# Seeds\n\nSave them dry.\n", encoding="utf-8")
@@ -221,7 +221,7 @@ async def test_the_app_keeps_the_vault_watch_folder_in_sync(store, db_path, tmp_
 async def test_the_vault_watchers_first_import_reaches_the_list_on_its_own(store, db_path, tmp_path, monkeypatch):
     """The first import can commit after the indexer looked and before the database watcher took its
     first reading (CI saw it): then only the folder watcher's own notice brings its notes to the list."""
-    from core.config import Config
+    from core.config import Config, VaultSettings
     from tui.services import Services
 
     async def idle(self) -> None:
@@ -233,7 +233,7 @@ async def test_the_vault_watchers_first_import_reaches_the_list_on_its_own(store
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "Garden.md").write_text("# Garden\n\nTomatoes need sun.\n", encoding="utf-8")
-    app = CairnApp(db_path, services=Services(db_path, config=Config(vault_watch=str(vault))), first_run_prompt=False)
+    app = CairnApp(db_path, services=Services(db_path, config=Config(vault=VaultSettings(watch=str(vault)))), first_run_prompt=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await until_listed(pilot, app, "Garden")
 
@@ -281,11 +281,11 @@ async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store,
 
 
 async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tmp_path):
-    from core.config import Config
+    from core.config import Config, VaultSettings
     from tui.services import Services
 
     missing = tmp_path / "nowhere"
-    app = CairnApp(db_path, services=Services(db_path, config=Config(vault_watch=str(missing))), first_run_prompt=False)
+    app = CairnApp(db_path, services=Services(db_path, config=Config(vault=VaultSettings(watch=str(missing)))), first_run_prompt=False)
     async with app.run_test(size=(160, 48)) as pilot:
         notice = lambda: [n.message for n in app._notifications if "Folder sync is off" in n.message]
         for _ in range(100):

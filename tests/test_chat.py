@@ -325,7 +325,7 @@ def leak_script(srv, secret, public):
 
 def private_config():
     cfg = config()
-    cfg.never_send = ["private"]
+    cfg.privacy.never_send = ["private"]
     return cfg
 
 

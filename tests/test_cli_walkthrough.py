@@ -152,7 +152,7 @@ def test_config_set_still_takes_known_keys_and_keymap_ids(capsys):
         rc, out, err = cli(capsys, "config", "set", key, value)
         assert rc == 0, err
     cfg = config.load()
-    assert (cfg.theme, cfg.keymap, cfg.user_name) == ("nord", {"quick_capture": "ctrl+k"}, "Ada")
+    assert (cfg.ui.theme, cfg.keymap, cfg.user_name) == ("nord", {"quick_capture": "ctrl+k"}, "Ada")
 
 
 def test_config_show_with_a_key_is_a_usage_error(capsys):

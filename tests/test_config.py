@@ -1,9 +1,13 @@
-"""Settings: created 0600, validated with errors naming file and key, env beats file, a bad `set`
-changes nothing, and `cairn config` never prints a key."""
+"""Settings: created 0600, typed models shaped like the file, every unknown key refused with the nearest
+known one, errors naming file and key, env beats file, each value's origin, a bad `set` changes nothing,
+and `cairn config` never prints a key."""
 
+import dataclasses
 import os
+import re
 import stat
 import subprocess
+import tomllib
 
 import pytest
 
@@ -26,7 +30,7 @@ def test_config_file_is_created_private_and_validated(tmp_path):
 def test_config_errors_name_the_file_and_the_key(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[chat]\nbackground_context = "yes"\n')
-    with pytest.raises(ConfigError, match=r"config.toml.*chat.background_context.*bool"):
+    with pytest.raises(ConfigError, match=r"config.toml.*chat.background_context.*true or false"):
         config_module.load(path)
     path.write_text("[chat\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
@@ -58,8 +62,149 @@ def test_cairn_config_shows_status_never_the_key(cairn_cmd, cli_env):
 
 def test_ui_animations_default_off_and_validated(tmp_path):
     path = config_module.write_default(tmp_path / "config.toml")
-    assert config_module.load(path).animations == "none"  # over SSH every frame crosses the wire
+    assert config_module.load(path).ui.animations == "none"  # over SSH every frame crosses the wire
     config_module.set_value("ui.animations", "full", path)
-    assert config_module.load(path).animations == "full"
+    assert config_module.load(path).ui.animations == "full"
     with pytest.raises(ConfigError, match=r"ui.animations.*none, basic, full.*Nothing was changed"):
         config_module.set_value("ui.animations", "fancy", path)
+
+
+def _refusal(tmp_path, body: str) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text(body)
+    os.chmod(path, 0o600)
+    with pytest.raises(ConfigError) as err:
+        config_module.load(path)
+    assert str(path) in str(err.value)
+    return str(err.value).replace(str(path), "config.toml")
+
+
+def test_a_typo_in_privacy_is_refused_not_an_empty_never_send(tmp_path):
+    said = _refusal(tmp_path, '[privacy]\nnever_sned = ["private"]\n')
+    assert said == "config.toml: unknown setting `privacy.never_sned`; did you mean `never_send`?"
+
+
+@pytest.mark.parametrize("body, says", [
+    ("[chats]\nprovider = 'anthropic'\n", "unknown table `[chats]`; did you mean `[chat]`?"),
+    ("[zzz]\n", "unknown table `[zzz]` (known at the top level: user_name, chat, privacy, mcp, memory, ui, vault, "
+                "keymap, keys)."),
+    ("user_nme = 'Ada'\n", "unknown setting `user_nme`; did you mean `user_name`?"),
+    ("colour = 'red'\n", "unknown setting `colour` (known at the top level: user_name,"),
+    ("[mcp]\nallow_edit = true\n", "unknown setting `mcp.allow_edit`; did you mean `allow_edits`?"),
+    ("[ui]\ncolour = 'red'\n", "unknown setting `ui.colour` (known in [ui]: theme, animations)."),
+    ("[keys]\nantropic = 'k'\n", "unknown setting `keys.antropic`; did you mean `anthropic`?"),
+])
+def test_unknown_keys_and_tables_are_refused_in_every_section(tmp_path, body, says):
+    assert says in _refusal(tmp_path, body)
+
+
+@pytest.mark.parametrize("body, says", [
+    ("user_name = 3\n", "`user_name` must be a string, not a whole number (3)."),
+    ('[chat]\ntimeout = "60"\n', '`chat.timeout` must be a number, not a string ("60").'),
+    ('[privacy]\nnever_send = "private"\n', '`privacy.never_send` must be a list of strings, not a string ("private").'),
+    ("[privacy]\nnever_send = ['a', 2]\n", "`privacy.never_send[1]` must be a string, not a whole number (2)."),
+    ('[mcp]\nallow_edits = "yes"\n', '`mcp.allow_edits` must be true or false, not a string ("yes").'),
+    ("[memory]\nmax_count = 1.5\n", "`memory.max_count` must be a whole number, not a number (1.5)."),
+    ("[ui]\nanimations = false\n", "`ui.animations` must be a string, not a boolean (false)."),
+    ("[vault]\nwatch = ['a']\n", '`vault.watch` must be a string, not a list (["a"]).'),
+    ("[keymap]\nquick_capture = 1\n", "`keymap.quick_capture` must be a string, not a whole number (1)."),
+    ("[keys]\nopenai = true\n", "`keys.openai` must be a string, not a boolean (true)."),
+    ("ui = 'nord'\n", "`ui` must be a table, not a string (\"nord\")."),
+])
+def test_a_wrong_type_names_the_key_the_type_and_the_value(tmp_path, body, says):
+    assert says in _refusal(tmp_path, body)
+
+
+def test_value_checks_and_whole_seconds(tmp_path):
+    assert "`chat.provider` is 'bogus'; use one of offline, anthropic, openai" in _refusal(tmp_path, "[chat]\nprovider = 'bogus'\n")
+    assert "`chat.timeout` must be between 1 and 3600 seconds" in _refusal(tmp_path, "[chat]\ntimeout = 0\n")
+    assert "`chat.cache_ttl` is '2h'; use one of 5m, 1h" in _refusal(tmp_path, "[chat]\ncache_ttl = '2h'\n")
+    assert "0 or more (0 = no limit), not -1" in _refusal(tmp_path, "[memory]\nmax_age_days = -1\n")
+    path = tmp_path / "config.toml"
+    path.write_text("[chat]\ntimeout = 60\n")
+    timeout = config_module.load(path).chat.timeout
+    assert timeout == 60.0 and isinstance(timeout, float)
+
+
+def _file_keys(model) -> list[str]:
+    """Dotted keys of every setting a model holds, from its dataclass fields."""
+    keys = []
+    for f in dataclasses.fields(model):
+        table = f.metadata.get("table")
+        if table is None and "comment" in f.metadata:
+            keys.append(f.name)
+        elif table is not None and table is not dict:
+            keys += [f"{f.name}.{g.name}" for g in dataclasses.fields(table)]
+    return keys
+
+
+def test_the_generated_template_loads_to_the_defaults_and_shows_every_setting(tmp_path):
+    path = config_module.write_default(tmp_path / "config.toml")
+    assert path.read_text() == config_module.TEMPLATE
+    assert config_module.load(path) == config_module.Config(path=path)
+    keys = _file_keys(config_module.Config)
+    assert {"user_name", "privacy.never_send", "mcp.allow_edits", "ui.theme", "vault.watch", "keys.openai"} <= set(keys)
+    data = tomllib.loads(config_module.TEMPLATE)
+    lines = config_module.TEMPLATE.splitlines()
+    for key in keys:
+        section, _, name = key.rpartition(".")
+        assert name in (data[section] if section else data), key
+        line = next(l for l in lines if re.match(rf"{name} = ", l))
+        assert re.search(r" # \S", line), f"{key} has no comment in the template"
+    for section in ("chat", "privacy", "mcp", "memory", "ui", "vault", "keymap", "keys"):
+        assert re.search(rf"^\[{section}\] +# \S", config_module.TEMPLATE, re.M), section
+    assert lines[0].startswith("# Cairn settings. Environment variables")
+
+
+def test_origins_say_default_file_or_environment_and_never_show_a_key(tmp_path, monkeypatch):
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "config.toml"
+    path.write_text('[chat]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                    '[keys]\nopenai = "sk-file-secret"\nanthropic = "sk-ant-file-secret"\n[keymap]\nquick_capture = "ctrl+k"\n')
+    os.chmod(path, 0o600)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env-secret")
+
+    rows = {o.key: (o.value, o.origin) for o in config_module.origins(path)}
+    assert set(_file_keys(config_module.Config)) <= set(rows)
+    assert rows["chat.provider"] == ("openai", "file")
+    assert rows["chat.agent"] == ("orchestrator", "default")
+    assert rows["chat.model"] == ("gpt-4.1-mini", "default")
+    assert rows["chat.base_url"] == ("http://127.0.0.1:9/v1", "file")
+    assert rows["keymap.quick_capture"] == ("ctrl+k", "file")
+    assert rows["keys.openai"] == ("set", "file")
+    assert rows["keys.anthropic"] == ("set", "environment ($ANTHROPIC_API_KEY)")
+    assert "secret" not in repr(config_module.origins(path))
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    path.write_text('[chat]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    rows = {o.key: (o.value, o.origin) for o in config_module.origins(path)}
+    assert rows["chat.base_url"] == ("http://127.0.0.1:8/v1", "environment ($OPENAI_BASE_URL)")
+    assert rows["keys.anthropic"] == ("missing", "default")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert {o.origin for o in config_module.origins(tmp_path / "absent.toml")} == {"default"}
+
+
+def test_config_set_refuses_an_unknown_key_and_creates_nothing(tmp_path):
+    path = tmp_path / "config.toml"
+    with pytest.raises(ConfigError, match=r"unknown setting `privacy.never_sned`; did you mean `never_send`\? "
+                                          r"Nothing was changed\."):
+        config_module.set_value("privacy.never_sned", ["private"], path)
+    with pytest.raises(ConfigError, match=r"unknown table `\[chats\]`; did you mean `\[chat\]`"):
+        config_module.set_value("chats.provider", "anthropic", path)
+    with pytest.raises(ConfigError, match=r"`chat.a.b` is not a setting"):
+        config_module.set_value("chat.a.b", "x", path)
+    assert not path.exists()
+
+
+def test_config_set_reads_command_line_text_as_the_settings_type(tmp_path):
+    path = tmp_path / "config.toml"
+    for key, text in (("chat.timeout", "60"), ("privacy.never_send", "private, health"), ("mcp.allow_edits", "true"),
+                      ("memory.max_count", "500"), ("user_name", "true"), ("keymap.quick_capture", "ctrl+k")):
+        config_module.set_value(key, text, path)
+    cfg = config_module.load(path)
+    assert (cfg.chat.timeout, cfg.privacy.never_send, cfg.mcp.allow_edits, cfg.memory.max_count, cfg.user_name,
+            cfg.keymap) == (60.0, ["private", "health"], True, 500, "true", {"quick_capture": "ctrl+k"})
+    with pytest.raises(ConfigError, match=r'`memory.max_count` must be a whole number, not a string \("many"\)'):
+        config_module.set_value("memory.max_count", "many", path)

@@ -355,7 +355,7 @@ def test_never_send_nodes_are_not_sent_and_cannot_be_targets(store, searcher, an
     public = store.add_node("Trip planning", "Trip budget planning for the summer.", dimensions=["travel"])
     indexer.run()
     cfg = config()
-    cfg.never_send = ["private"]
+    cfg.privacy.never_send = ["private"]
     remote = anthropic_provider(anth, remote=True)
     chat = new_chat(store, remote, searcher, cfg=cfg)
     anth.script.add(tool_call("getNodesById", {"ids": [secret["id"], public["id"]]}))
@@ -366,7 +366,7 @@ def test_never_send_nodes_are_not_sent_and_cannot_be_targets(store, searcher, an
         {"kind": "retirement", "node_id": secret["id"], "reason": "x", "source_message_id": user_id},
         {"kind": "update", "node_id": public["id"], "title": "Trip budget", "source_message_id": user_id}]})
     anth.script.add(text(reply))
-    result = distil.propose(store, chat.id, remote, never_send=cfg.never_send, searcher=searcher)
+    result = distil.propose(store, chat.id, remote, never_send=cfg.privacy.never_send, searcher=searcher)
     sent = anth.last.body["messages"][-1]["content"][0]["text"]
     assert "91731" not in sent and "Zanzibar" not in sent and f'<node id="{secret["id"]}"' not in sent
     assert f'<node id="{public["id"]}"' in sent
@@ -381,7 +381,7 @@ def test_replies_written_after_seeing_a_private_note_stay_local(store, searcher,
     secret = store.add_node("Diary of Zanzibar", "The secret figure is 91731.", dimensions=["private"])
     indexer.run()
     cfg = config()
-    cfg.never_send = ["private"]
+    cfg.privacy.never_send = ["private"]
     local = anthropic_provider(anth)  # loopback: local, so never_send does not apply to the chat itself
     chat = new_chat(store, local, searcher, cfg=cfg)
     anth.script.add(tool_call("getNodesById", {"ids": [secret["id"]]}))
@@ -390,7 +390,7 @@ def test_replies_written_after_seeing_a_private_note_stay_local(store, searcher,
     anth.script.add(text("A smoker sounds fun."))
     send(chat, "Let's build a smoker.")
     anth.script.add(text('{"proposals": []}'))
-    result = distil.propose(store, chat.id, anthropic_provider(anth, remote=True), never_send=cfg.never_send,
+    result = distil.propose(store, chat.id, anthropic_provider(anth, remote=True), never_send=cfg.privacy.never_send,
                             searcher=searcher)
     sent = anth.last.body["messages"][-1]["content"][0]["text"]
     assert "91731" not in sent and "Zanzibar diary?" in sent  # the user's own words are kept
@@ -398,7 +398,7 @@ def test_replies_written_after_seeing_a_private_note_stay_local(store, searcher,
     assert any("2 assistant messages were left out" in w and "private notes" in w for w in result.warnings)
     # the same chat distilled with the local model sends everything
     anth.script.add(text('{"proposals": []}'))
-    distil.propose(store, chat.id, anthropic_provider(anth), never_send=cfg.never_send, searcher=searcher)
+    distil.propose(store, chat.id, anthropic_provider(anth), never_send=cfg.privacy.never_send, searcher=searcher)
     assert "91731" in anth.last.body["messages"][-1]["content"][0]["text"]
 
 

@@ -259,7 +259,7 @@ def test_apply_never_deletes_a_node_that_stopped_being_memory(store, monkeypatch
     ("[memory]\nmax_count = \"10\"\n", "`memory.max_count` must be a whole number"),
     ("[memory]\nmax_age_days = true\n", "`memory.max_age_days` must be a whole number"),
     ("[memory]\nmax_days = 3\n", "unknown setting `memory.max_days`"),
-    ("memory = 3\n", "`memory` must be dict"),
+    ("memory = 3\n", "`memory` must be a table"),
 ])
 def test_bad_memory_settings_name_the_file_and_key(tmp_path, body, expect):
     from core import config

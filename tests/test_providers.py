@@ -280,7 +280,7 @@ def test_missing_key_names_the_variable(monkeypatch):
         make_provider(config(provider="openai"))
     # the environment beats the config file, and the key is used
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    cfg.keys["anthropic"] = "from-file"
+    cfg.keys.anthropic = "from-file"
     assert make_provider(cfg)._api_key == KEY
 
 

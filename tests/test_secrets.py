@@ -285,7 +285,7 @@ def test_never_send_keeps_a_private_note_out_of_every_openai_request(store, sear
 
     secret, public = private_graph
     cfg = config()
-    cfg.never_send = ["private"]
+    cfg.privacy.never_send = ["private"]
     provider = openai_provider(oai, remote=True)
     chat = new_chat(store, provider, searcher, cfg=cfg)
     chat.set_focus(Focus((secret, public), secret))  # even open in the active tab
@@ -328,7 +328,7 @@ def test_a_local_openai_compatible_server_may_see_the_private_note(store, search
 
     secret, _ = private_graph
     cfg = config()
-    cfg.never_send = ["private"]
+    cfg.privacy.never_send = ["private"]
     provider = openai_provider(oai)
     assert provider.remote is False
     chat = new_chat(store, provider, searcher, cfg=cfg)

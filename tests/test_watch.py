@@ -142,7 +142,7 @@ def test_config_key(db_path, vault, tmp_path):
     cfg_path = tmp_path / "config.toml"
     cfg_path.write_text(f'[vault]\nwatch = "{vault}"\n', encoding="utf-8")
     cfg = load(cfg_path)
-    assert cfg.vault_watch == str(vault)
+    assert cfg.vault.watch == str(vault)
     ready = threading.Event()
     watcher = start_from_config(cfg, db_path, on_ready=lambda r: ready.set())
     try:

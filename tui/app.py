@@ -96,14 +96,14 @@ class CairnApp(App):
         cfg = self.services.config
         for warning in cfg.warnings:
             self.notify(warning, severity="warning")
-        if cfg.theme:
-            if cfg.theme in self.available_themes:
-                self.theme = cfg.theme
+        if cfg.ui.theme:
+            if cfg.ui.theme in self.available_themes:
+                self.theme = cfg.ui.theme
             else:
-                self.notify(f"Unknown theme {cfg.theme!r}; using the default.", severity="warning")
+                self.notify(f"Unknown theme {cfg.ui.theme!r}; using the default.", severity="warning")
         if cfg.keymap:
             self.set_keymap(cfg.keymap)
-        self.animation_level = cfg.animations
+        self.animation_level = cfg.ui.animations
         self._apply_width(self.size.width)
         self.watch(self.screen, "focused", lambda focused: self._mark_pane(focused), init=False)
         self.theme_changed_signal.subscribe(self, lambda _theme: self._mark_pane(self.screen.focused, force=True))
@@ -399,7 +399,7 @@ class CairnApp(App):
     def _start_vault_watch(self) -> None:
         """Keep the folder named by `vault.watch` in step with the database (as `cairn watch` does),
         in a thread with its own connection; the database watcher then shows what it writes."""
-        folder = self.services.config.vault_watch
+        folder = self.services.config.vault.watch
         if not folder:
             return
         from core.errors import CairnError

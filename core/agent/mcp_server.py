@@ -280,11 +280,11 @@ class CairnTools:
                 refused.append(action)
             return confirmed
 
-        if name in CONFIRMABLE and not cfg.mcp_allow_edits:
+        if name in CONFIRMABLE and not cfg.mcp.allow_edits:
             raise ToolError(f"{name} is turned off: changing existing notes and edges over MCP needs "
                             "`mcp.allow_edits = true` in Cairn's config, which only the user can set "
                             "(cairn config set mcp.allow_edits true). Nothing was changed.")
-        never_send = {d.lower() for d in cfg.never_send}
+        never_send = {d.lower() for d in cfg.privacy.never_send}
         ctx = ToolContext(self.store, self.searcher, never_send=never_send, confirm=confirm, origin="mcp")
         runner = ToolRunner(ctx, TOOLS)
         self.searcher.notes = []

@@ -74,7 +74,7 @@ class Chat:
         self.depth = depth
         self.now = now
         self._inherited = inherited or []
-        never = set(config.never_send) if provider.remote else set()
+        never = set(config.privacy.never_send) if provider.remote else set()
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent)
             self.engine = self._engine(never)

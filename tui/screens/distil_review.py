@@ -81,7 +81,7 @@ class DistilReviewScreen(ReviewScreen):
         # A store of its own: this worker's SQLite connection belongs to this thread.
         with Store(self.services.db_path) as store:
             try:
-                result = distil.propose(store, self.chat_id, provider, never_send=cfg.never_send,
+                result = distil.propose(store, self.chat_id, provider, never_send=cfg.privacy.never_send,
                                         searcher=Searcher(store), cancel=cancel)
             except distil.DistilError as exc:
                 if str(exc) == distil.NEEDS_MODEL:  # the core text names CLI commands; here f2 is nearer

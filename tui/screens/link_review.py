@@ -99,7 +99,7 @@ class LinkReviewScreen(ReviewScreen):
             if offline:
                 provider = None
             proposals = integrate.propose(store, Searcher(store), self.node_id, provider=provider,
-                                          never_send=self.services.config.never_send, cancel=cancel)
+                                          never_send=self.services.config.privacy.never_send, cancel=cancel)
             if offline and not warnings and proposals:  # with nothing proposed, "press e" has nothing to edit
                 warnings.append("Offline: explanations are not drafted without a model; press e to "
                                 "write one.")

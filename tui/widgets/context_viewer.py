@@ -302,9 +302,9 @@ class ContextViewer(VerticalScroll):
 
         cfg = self.services.config
         remote = preview_provider(cfg).remote
-        key = (remote, tuple(cfg.never_send))
+        key = (remote, tuple(cfg.privacy.never_send))
         if self._focus_engine is None or self._focus_engine_key != key:
-            never = set(cfg.never_send) if remote else set()
+            never = set(cfg.privacy.never_send) if remote else set()
             self._focus_engine = ContextEngine(store, None, profiles.get(cfg.chat.agent), never_send=never)
             self._focus_engine_key = key
         return self._focus_engine
@@ -366,7 +366,7 @@ class ContextViewer(VerticalScroll):
                     note = chat.engine.retrieval_note
                 else:
                     agent = profiles.get(cfg.chat.agent)
-                    never = set(cfg.never_send) if provider.remote else set()
+                    never = set(cfg.privacy.never_send) if provider.remote else set()
                     engine = ContextEngine(store, Searcher(store), agent,
                                            background_enabled=cfg.chat.background_context, never_send=never)
                     engine.set_focus(focus)
