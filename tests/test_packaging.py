@@ -83,15 +83,16 @@ def installed(tmp_path_factory) -> Installed:
 
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT)
     _pip("--python", str(venv / "bin" / "python"), "install", "--no-deps", str(wheel))
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    purelib = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", purelib], capture_output=True, text=True,
+                               check=True).stdout.strip())
     # The dependencies come from the dev venv without a download: a path line in a .pth is appended to
     # sys.path, while the .pth files in that directory (the dev venv's editable cairn) are not processed.
     (site / "dev_venv_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
 
     work.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CAIRN_DEBUG", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    dropped = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CAIRN_DEBUG", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env |= {"HOME": str(base / "home"), "CAIRN_HOME": str(base / "cairnhome")}
     return Installed(venv=venv, site=site, wheel=wheel, tree=tree, work=work, env=env)
 
@@ -183,10 +184,17 @@ def test_the_installed_app_starts_headless_with_its_panes(installed):
         async def main():
             app = CairnApp(Path(sys.argv[1]), first_run_prompt=False)
             async with app.run_test(size=(120, 40)) as pilot:
+                # The chat pane is mounted after the first frame; the switcher shows it once mounted.
+                def ready():
+                    panes = [w for kind in (NodeList, FocusPanel, ChatPane) for w in app.query(kind)]
+                    mounted = len(panes) == 3 and all(w.is_mounted for w in panes)
+                    return mounted and app.query_one("#right").current == "chat"
+
                 deadline = time.monotonic() + 30
-                while not all(app.query(kind) for kind in (NodeList, FocusPanel, ChatPane)):
+                while not ready():
                     assert time.monotonic() < deadline, "the main screen's panes did not mount"
                     await pilot.pause(0.05)
+                await pilot.pause()
                 app.exit()
             print("panes mounted")
 
