@@ -19,6 +19,7 @@ from chat_support import (  # noqa: F401  (fixtures)
     send,
     strip_cc,
 )
+from core.graph.privacy import SendPolicy
 from core.agent import profiles
 from core.agent.profiles import Agent, resolve_instructions
 from core.chat.context import ContextEngine
@@ -287,7 +288,7 @@ def test_never_send_hides_nodes_from_every_block(store, indexer, searcher):
     message = "alpha project budget"
     shown = engine(store, searcher)
     shown.set_focus(Focus((secret["id"], other["id"]), secret["id"]))
-    hidden = engine(store, searcher, never_send={"private"})
+    hidden = engine(store, searcher, policy=SendPolicy(frozenset({"private"})))
     hidden.set_focus(Focus((secret["id"], other["id"]), secret["id"]))
     s1, s2 = shown.snapshot(variables()), hidden.snapshot(variables())
     x1, x2 = shown.suffix(message, now=FIXED_NOW), hidden.suffix(message, now=FIXED_NOW)

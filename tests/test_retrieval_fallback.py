@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from chat_support import _no_proxies, anth, anthropic_provider, new_chat, searcher, send  # noqa: F401  (fixtures)
+from core.graph.privacy import SendPolicy
 from core.agent import profiles
 from core.search import retrieval_fallback
 from core.agent.profiles import Agent
@@ -93,7 +94,7 @@ def test_the_fallback_keeps_privacy_and_the_read_scope(store):
     work = store.add_node("Work kiln", "The kiln at work fires on Tuesdays.", dimensions=["work"])
     store.add_node("Home kiln", "The kiln at home is small.", dimensions=["home"])
     broken = Searcher(store, BrokenEmbedder())
-    hidden = engine(store, broken, never_send={"private"})
+    hidden = engine(store, broken, policy=SendPolicy(frozenset({"private"})))
     texts = " ".join(p.text for p in hidden.retrieve("kiln"))
     assert "secret" not in texts and hidden.retrieval_note
     scoped = Agent("scoped", "worker", "", "Do it.", (), read_scope=("work",))

@@ -41,6 +41,7 @@ from typing import Any
 
 from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
+from core.graph.privacy import SendPolicy
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
 from core.agent.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
 from core.agent.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
@@ -284,13 +285,13 @@ class CairnTools:
             raise ToolError(f"{name} is turned off: changing existing notes and edges over MCP needs "
                             "`mcp.allow_edits = true` in Cairn's config, which only the user can set "
                             "(cairn config set mcp.allow_edits true). Nothing was changed.")
-        never_send = {d.lower() for d in cfg.privacy.never_send}
-        ctx = ToolContext(self.store, self.searcher, never_send=never_send, confirm=confirm, origin="mcp")
+        policy = SendPolicy.for_mcp(cfg.privacy.never_send)
+        ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp")
         runner = ToolRunner(ctx, TOOLS)
         self.searcher.notes = []
         try:
             if name == "getContext":
-                value = self._retry(lambda: self._context(runner, args.get("limit", 10), never_send))
+                value = self._retry(lambda: self._context(runner, args.get("limit", 10), policy))
             else:
                 value = self._retry(lambda: runner.run(name, args))
             if name == "searchContent":
@@ -330,14 +331,14 @@ class CairnTools:
                     h["chunk_status"] = node["chunk_status"]
         return hits
 
-    def _context(self, runner: ToolRunner, limit: int, never_send: set[str]) -> dict:
+    def _context(self, runner: ToolRunner, limit: int, policy: SendPolicy) -> dict:
         counts = self.store.counts()
         return {
             "counts": {"nodes": counts["nodes"], "edges": counts["edges"], "pending": counts["pending"],
                        "index_errors": counts["errors"]},
             "recent": runner.run("queryNodes", {"sort": "updated", "limit": limit}),
             "hubs": runner.run("queryNodes", {"sort": "edges", "limit": limit}),
-            "dimensions": [d for d in self.store.dimensions() if d["dimension"].lower() not in never_send][:50],
+            "dimensions": [d for d in self.store.dimensions() if policy.allows_dimension(d["dimension"])][:50],
             "limits": {"results_per_call": MAX_LIMIT, "title_chars": MAX_TITLE,
                        "description_chars": MAX_DESCRIPTION, "source_chars": MAX_SOURCE_CHARS,
                        "source_chars_returned_per_node": SOURCE_CHARS_RETURNED},

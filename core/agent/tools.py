@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from core.errors import CairnError
+from core.graph.privacy import SendPolicy
 from core.graph.store import Store
 
 MAX_LIMIT = 50
@@ -113,7 +114,7 @@ def _compact(node: dict) -> dict:
 class ToolContext:
     store: Store
     searcher: Any
-    never_send: set[str] = field(default_factory=set)  # dimensions hidden from a remote model
+    policy: SendPolicy = field(default_factory=SendPolicy)  # what may be sent to the model or MCP client
     confirm: Callable[[str, dict], bool] | None = None  # asks the user; None: refuse
     delegate: Callable[[str, str], str] | None = None
     activate_skill: Callable[[str], str] | None = None  # the chat loads a skill and records it
@@ -148,12 +149,8 @@ class ToolRunner:
             raise ToolError(f"Bad arguments for {name}: {exc}.") from None
 
     # -- privacy ---------------------------------------------------------------------------------
-    def _visible(self, node: dict) -> bool:
-        hidden = self.ctx.never_send
-        return not hidden or not ({d.lower() for d in node.get("dimensions", [])} & hidden)
-
     def _sent(self, nodes: list[dict]) -> list[dict]:
-        out = [n for n in nodes if self._visible(n)]
+        out = [n for n in nodes if self.ctx.policy.allows(n)]
         self.ctx.touched.update(n["id"] for n in out)
         return out
 
@@ -192,17 +189,17 @@ class ToolRunner:
 
     def _queryEdges(self, node_id: int, direction: str = "both"):
         node = self.ctx.store.get_node(node_id)
-        if not self._visible(node):
+        if not self.ctx.policy.allows(node):
             raise ToolError(f"There is no node {node_id}.")
         edges = self.ctx.store.edges(node_id, direction)
         hidden = {n["id"] for n in self.ctx.store.get_nodes(
-            {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self._visible(n)}
+            {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self.ctx.policy.allows(n)}
         return [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
 
     def _sqliteQuery(self, sql: str):
         from core.agent.readonly_sql import run_readonly
 
-        if self.ctx.never_send:
+        if self.ctx.policy.restricts:
             raise ToolError("sqliteQuery is off while privacy.never_send hides dimensions from this provider "
                             "(raw SQL could read hidden nodes); use queryNodes or searchContent.")
         return run_readonly(self.ctx.store.path, sql, MAX_SQL_ROWS)
@@ -221,7 +218,7 @@ class ToolRunner:
 
     def _updateNode(self, id: int, **changes):
         node = self.ctx.store.get_node(id)
-        if not self._visible(node):
+        if not self.ctx.policy.allows(node):
             raise ToolError(f"There is no node {id}.")
         self._confirmed(f"update node {id} ({node['title']!r})", changes)
         return {"updated": _compact(self.ctx.store.update_node(id, **changes))}

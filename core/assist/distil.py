@@ -43,6 +43,7 @@ from core import clock
 from core.chat import model_reply
 from core.chat import usage_log
 from core.graph import shown_lists
+from core.graph.privacy import SendPolicy
 from core.graph.retirement import RETIRED
 from core.errors import CairnError, InvalidInput, NotFound
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE, Store, clean_dimensions
@@ -236,20 +237,16 @@ def _render(row) -> str:
     return "\n".join(parts)
 
 
-def _is_hidden(node: dict, never: set[str]) -> bool:
-    return bool(never) and bool({d.lower() for d in node["dimensions"]} & never)
-
-
-def _tainted_turns(store: Store, chat_id: int, never: set[str]) -> set[int]:
+def _tainted_turns(store: Store, chat_id: int, policy: SendPolicy) -> set[int]:
     """User message ids of turns whose requests sent a node that is now hidden (never_send)."""
-    if not never:
+    if not policy.restricts:
         return set()
     by_message: dict[int, set[int]] = {}
     for row in store.db.execute("SELECT message_id, node_ids FROM sent_log WHERE chat_id = ? AND message_id IS NOT NULL",
                                 (int(chat_id),)):
         by_message.setdefault(row["message_id"], set()).update(int(i) for i in json.loads(row["node_ids"]))
     ids = set().union(*by_message.values()) if by_message else set()
-    hidden = {n["id"] for n in store.get_nodes(ids) if _is_hidden(n, never)}
+    hidden = {n["id"] for n in store.get_nodes(ids) if not policy.allows(n)}
     return {m for m, nodes in by_message.items() if nodes & hidden}
 
 
@@ -363,9 +360,9 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
     rows = _chat_rows(store, chat_id)  # an unknown chat is reported first, whatever the provider
     if getattr(provider, "name", "") == "offline":
         raise DistilError(NEEDS_MODEL)
-    never = {d.lower() for d in never_send} if provider.remote else set()
+    policy = SendPolicy.for_provider(never_send, provider)
     chat_messages = {r["id"] for r in rows}
-    entries, warnings = _transcript(rows, _tainted_turns(store, chat_id, never))
+    entries, warnings = _transcript(rows, _tainted_turns(store, chat_id, policy))
     if not entries:
         raise DistilError(f"Chat {chat_id} has no messages to distil.")
 
@@ -385,7 +382,7 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
     for node in store.get_nodes(list(dict.fromkeys(candidates))):
         if node["type"] == "memory":
             continue
-        if _is_hidden(node, never):
+        if not policy.allows(node):
             hidden_count += 1
             continue
         nodes.append(node)

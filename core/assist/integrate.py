@@ -29,6 +29,7 @@ from typing import Iterable
 from core.chat import model_reply
 from core.chat import usage_log
 from core.errors import InvalidInput
+from core.graph.privacy import SendPolicy
 
 SEARCH_CANDIDATES = 50  # hybrid hits looked at
 GRAPH_CANDIDATES = 50  # neighbours of neighbours looked at (those sharing the most neighbours)
@@ -172,10 +173,6 @@ def search_proposals(store, searcher, node_id: int, *, limit: int = 8) -> list[P
 
 
 # -- model drafts ---------------------------------------------------------------------------------
-def _visible(node: dict, never: set[str]) -> bool:
-    return not never or not ({d.lower() for d in node.get("dimensions") or []} & never)
-
-
 def _brief(node: dict, chars: int) -> dict:
     out = {"id": node["id"], "title": node["title"]}
     if node.get("description"):
@@ -227,12 +224,12 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
           cancel: threading.Event | None = None) -> str | None:
     """Ask the model for explanations and confidences; update `proposals` in place. Returns a
     warning when the drafts could not be used (the proposals are then left exactly as they were)."""
-    never = {d.lower() for d in never_send} if provider.remote else set()
-    if not _visible(node, never):
+    policy = SendPolicy.for_provider(never_send, provider)
+    if not policy.allows(node):
         return (f"“{node['title']}” has a privacy.never_send dimension, so it is not sent to {provider.name}; "
                 "the proposals come from search alone, without drafted explanations.")
     targets = store.get_nodes([p.target_id for p in proposals])
-    sent = [t for t in targets if _visible(t, never)]
+    sent = [t for t in targets if policy.allows(t)]
     if not sent:
         return ("Every candidate has a privacy.never_send dimension, so nothing was sent to "
                 f"{provider.name}; the proposals have no drafted explanations.")

@@ -18,6 +18,7 @@ from core.search import retrieval_fallback
 from core.graph import memory
 from core.agent import tools as tools_module
 from core.agent.profiles import Agent, resolve_instructions
+from core.graph.privacy import SendPolicy
 from core.graph.retirement import RETIRED
 from core.chat.focus import Focus
 from core.providers.request import Passage, Snapshot, Suffix
@@ -86,12 +87,12 @@ class ContextEngine:
     """Builds the prefix once per conversation and the suffix per message / Focus change."""
 
     def __init__(self, store: Store, searcher, agent: Agent, *, background_enabled: bool = True,
-                 never_send: set[str] | None = None, skills_dir=None):
+                 policy: SendPolicy | None = None, skills_dir=None):
         self.store = store
         self.searcher = searcher
         self.agent = agent
         self.background_enabled = background_enabled
-        self.never_send = {d.lower() for d in (never_send or set())}
+        self.policy = policy or SendPolicy()  # what may be sent to this chat's provider
         self.skills_dir = skills_dir  # the user's skills folder (None: beside the config file)
         self._focus = Focus()
         self._focus_text = ""
@@ -100,17 +101,13 @@ class ContextEngine:
         # Set by each retrieval: why it fell back to keyword search (core.search.retrieval_fallback), else None.
         self.retrieval_note: str | None = None
 
-    # -- privacy -----------------------------------------------------------------------------------
-    def visible(self, node: dict) -> bool:
-        return not self.never_send or not ({d.lower() for d in node["dimensions"]} & self.never_send)
-
     # -- prefix ------------------------------------------------------------------------------------
     def snapshot(self, variables: dict[str, str]) -> Snapshot:
         """Render the stable prefix for a new conversation."""
         instructions = resolve_instructions(self.agent.instructions, variables)
         system = f"{BASE_CONTEXT}\n\n## Your role: {self.agent.name}\n{instructions}"
         ids: list[int] = []
-        core_nodes = [n for n in self._core_nodes() if self.visible(n)]
+        core_nodes = [n for n in self._core_nodes() if self.policy.allows(n)]
         core_notes = ""
         if core_nodes:
             core_notes = "## Core notes (always on)\n" + "\n\n".join(
@@ -118,7 +115,7 @@ class ContextEngine:
             ids += [n["id"] for n in core_nodes]
         background = ""
         if self.agent.background and self.background_enabled:
-            hubs = [h for h in self.store.hubs(HUBS * 2) if self.visible(h) and not _retired(h)][:HUBS]
+            hubs = [h for h in self.store.hubs(HUBS * 2) if self.policy.allows(h) and not _retired(h)][:HUBS]
             if hubs:
                 background = "## Background: the most-connected nodes\n" + "\n".join(
                     f"{node_ref(h)} (edges: {h['edge_count']})" for h in hubs)
@@ -153,7 +150,7 @@ class ContextEngine:
     def _render_focus(self, focus: Focus) -> tuple[str, list[int]]:
         if not focus.ordered:
             return "", []
-        nodes = [n for n in self.store.get_nodes(focus.ordered) if self.visible(n)]
+        nodes = [n for n in self.store.get_nodes(focus.ordered) if self.policy.allows(n)]
         if not nodes:
             return "", []
         lines = ["[Focused nodes — open in the user's Focus panel]"]
@@ -188,7 +185,7 @@ class ContextEngine:
         the agent's read scope, and not retired (a note a distilled chat superseded stays in the graph,
         but is not offered to the model as current knowledge; it can still be opened or read by a tool)."""
         scope = {d.lower() for d in self.agent.read_scope}
-        return (self.visible(hit) and not _retired(hit)
+        return (self.policy.allows(hit) and not _retired(hit)
                 and (not scope or bool({d.lower() for d in hit["dimensions"]} & scope)))
 
     def scored_hits(self, message: str, now: datetime | None = None) -> list[tuple[float, dict]]:

@@ -14,13 +14,12 @@ from datetime import datetime
 from typing import Callable, Iterator
 
 from core import clock
-from core.chat import citations
-from core.chat import usage_log
 from core.agent import profiles
-from core.graph import memory
-from core.chat.context import ContextEngine
-from core.providers.request import ContextRequest, Snapshot, Suffix, estimate_tokens
+from core.chat import citations, usage_log
+from core.chat import request as chat_request
 from core.chat.focus import Focus
+from core.graph import memory
+from core.providers.request import ContextRequest, Snapshot, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
 from core.graph.store import Store
@@ -74,10 +73,9 @@ class Chat:
         self.depth = depth
         self.now = now
         self._inherited = inherited or []
-        never = set(config.privacy.never_send) if provider.remote else set()
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent)
-            self.engine = self._engine(never)
+            self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             stamp = clock.now()
             # One transaction: a process killed here leaves no chat row without its snapshot (such a chat
             # could not be reopened), and a snapshot that fails (InvalidInput) rolls the row back.
@@ -87,8 +85,7 @@ class Chat:
                     " VALUES ('', ?, ?, ?, '{}', ?, ?)",
                     (self.agent.name, provider.name, provider.model, stamp, stamp))
                 self.id = cur.lastrowid
-                variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
-                             "agent": self.agent.name, "model": provider.model}
+                variables = chat_request.variables(config, chat_id=self.id, agent=self.agent, model=provider.model)
                 self.snapshot = self.engine.snapshot(variables)
                 self.metadata = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
                 if parent_id is not None:
@@ -100,7 +97,7 @@ class Chat:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"])
-            self.engine = self._engine(never)
+            self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = json.loads(row["metadata"])
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
             # ask --chat`) keeps it instead of being retitled with its latest message.
@@ -109,17 +106,12 @@ class Chat:
             if "snapshot" in self.metadata:
                 self.snapshot = Snapshot(**self.metadata["snapshot"])
             else:  # a chat row left without its snapshot (a kill mid-creation, before that was atomic)
-                variables = {"user_name": config.user_name or "the user", "chat_id": str(self.id),
-                             "agent": self.agent.name, "model": provider.model}
+                variables = chat_request.variables(config, chat_id=self.id, agent=self.agent, model=provider.model)
                 self.snapshot = self.engine.snapshot(variables)
                 self.metadata.update(snapshot=json.loads(self.snapshot.as_json()), variables=variables)
                 self._save_metadata()
         self.chat_key = f"cairn-chat-{self.id}"
         self.last_reply: Reply | None = None
-
-    def _engine(self, never: set[str]) -> ContextEngine:
-        return ContextEngine(self.store, self.searcher, self.agent,
-                             background_enabled=self.config.chat.background_context, never_send=never)
 
     def _save_metadata(self) -> None:
         with self.store.db.transaction() as conn:
@@ -179,19 +171,18 @@ class Chat:
         if focus is not None:
             self.engine.set_focus(focus)
         self._drop_hidden_from_snapshot()
-        suffix = self.engine.suffix(message, now=self.now() if self.now else None)
-        return ContextRequest(self.snapshot, self.history(), message, suffix, self.provider.model)
+        return chat_request.build(self.engine, self.snapshot, self.history(), message, self.provider.model,
+                                  now=self.now() if self.now else None)
 
     def _drop_hidden_from_snapshot(self) -> None:
         """Privacy beats the cache: if a node in the snapshot (a hub or core note) has since been given
         a never_send dimension, render the prefix again without it (the cache is rebuilt once)."""
-        if not self.engine.never_send or not self.snapshot.node_ids:
+        if not self.engine.policy.restricts or not self.snapshot.node_ids:
             return
-        if all(self.engine.visible(n) for n in self.store.get_nodes(self.snapshot.node_ids)):
+        if all(self.engine.policy.allows(n) for n in self.store.get_nodes(self.snapshot.node_ids)):
             return
-        variables = self.metadata.get("variables") or {
-            "user_name": self.config.user_name or "the user", "chat_id": str(self.id), "agent": self.agent.name,
-            "model": self.provider.model}
+        variables = self.metadata.get("variables") or chat_request.variables(
+            self.config, chat_id=self.id, agent=self.agent, model=self.provider.model)
         self.snapshot = self.engine.snapshot(variables)
         self.metadata["snapshot"] = json.loads(self.snapshot.as_json())
         self._save_metadata()
@@ -208,7 +199,7 @@ class Chat:
         request = self.request(message)
         reply = Reply()
         self.last_reply = reply
-        ctx = ToolContext(self.store, self.searcher, never_send=set(self.engine.never_send),
+        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy,
                           confirm=self.confirm, delegate=self._delegate, activate_skill=self._activate_skill)
         runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
         user_id = self._insert("user", [_text_block(message)],
@@ -328,7 +319,7 @@ class Chat:
             texts = {f"[{n}]": text for n, text in citations.passage_texts(json.loads(row["sent"])).items()}
             wanted = {i["ref"] for i in result.items if i["kind"] == "node" and i["status"] == "ok"}
             for node in self.store.get_nodes(sorted(wanted)):
-                if self.engine.visible(node):
+                if self.engine.policy.allows(node):
                     body = "\n".join(x for x in (node["title"], node["description"], node["source"]) if x)
                     texts[f"[NODE:{node['id']}]"] = body[:citations.JUDGE_SOURCE_CHARS]
             if any(i["status"] == "ok" for i in result.items):
@@ -478,8 +469,7 @@ class Chat:
                     transcript.append(f"{r['role']}: {b['text']}")
                 elif b.get("type") == "tool_use":
                     transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
-        snap = Snapshot([], SUMMARY_PROMPT, "", "", [])
-        req = ContextRequest(snap, [], "\n\n".join(transcript), Suffix("", "", ""), self.provider.model)
+        req = chat_request.one_shot(SUMMARY_PROMPT, "\n\n".join(transcript), self.provider.model)
         text, usage = "", Usage()
         log_id = usage_log.log_request(self.store, purpose="summary", provider=self.provider.name,
                                        model=self.provider.model, chat_id=self.id)  # sends no node's content

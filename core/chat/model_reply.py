@@ -53,10 +53,10 @@ def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int
     """Send `system` and one user message to `provider` (no tools, no history) and return the whole reply.
     A provider error raises ReplyFailed; a cancelled request returns with stop "cancelled" (the caller
     says what that means for it)."""
-    from core.providers.request import ContextRequest, Snapshot, Suffix
+    from core.chat.request import one_shot
     from core.providers.base import Turn
 
-    request = ContextRequest(Snapshot([], system, "", "", []), [], user, Suffix("", "", ""), provider.model)
+    request = one_shot(system, user, provider.model)
     text, stop, usage = "", "", Usage()
     try:
         for event in provider.stream(Turn(request, [], chat_key, max_tokens), cancel):

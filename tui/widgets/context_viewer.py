@@ -298,14 +298,13 @@ class ContextViewer(VerticalScroll):
     def _engine_for_focus(self, store):
         """A light engine on the shared store, only for the focus block (its lines are cached per node)."""
         from core.agent import profiles
-        from core.chat.context import ContextEngine
+        from core.chat import request as chat_request
 
         cfg = self.services.config
-        remote = preview_provider(cfg).remote
-        key = (remote, tuple(cfg.privacy.never_send))
+        provider = preview_provider(cfg)
+        key = (chat_request.policy(cfg, provider), cfg.chat.agent)
         if self._focus_engine is None or self._focus_engine_key != key:
-            never = set(cfg.privacy.never_send) if remote else set()
-            self._focus_engine = ContextEngine(store, None, profiles.get(cfg.chat.agent), never_send=never)
+            self._focus_engine = chat_request.engine(store, None, profiles.get(cfg.chat.agent), cfg, provider)
             self._focus_engine_key = key
         return self._focus_engine
 
@@ -347,33 +346,15 @@ class ContextViewer(VerticalScroll):
 
     @work(thread=True, exclusive=True, group="viewer-blocks", exit_on_error=False)
     def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
-        from core.agent import profiles
-        from core.chat.conversation import Chat
-        from core.chat.context import ContextEngine
-        from core.providers.request import ContextRequest
-        from core.chat.focus import Focus
-        from core.search.searcher import Searcher
+        from core.chat.preview import next_request
         from core.graph.store import Store
 
         cfg = self.services.config
         provider = preview_provider(cfg)
-        focus = focus or Focus()
         try:
             with Store(self.services.db_path) as store:
-                if chat_id is not None:
-                    chat = Chat(store, cfg, provider, chat_id=chat_id)
-                    request = chat.request(draft, focus=focus)
-                    note = chat.engine.retrieval_note
-                else:
-                    agent = profiles.get(cfg.chat.agent)
-                    never = set(cfg.privacy.never_send) if provider.remote else set()
-                    engine = ContextEngine(store, Searcher(store), agent,
-                                           background_enabled=cfg.chat.background_context, never_send=never)
-                    engine.set_focus(focus)
-                    snapshot = engine.snapshot({"user_name": cfg.user_name or "the user", "chat_id": "new",
-                                                "agent": agent.name, "model": provider.model})
-                    request = ContextRequest(snapshot, [], draft, engine.suffix(draft), provider.model)
-                    note = engine.retrieval_note
+                preview = next_request(store, cfg, provider, draft, focus=focus, chat_id=chat_id)
+                request, note = preview.request, preview.retrieval_note
                 blocks = [(b.name, b.cached, b.tokens_est, b.text) for b in request.blocks()]
                 if not any(b[0] == "focus" for b in blocks):
                     blocks.append(("focus", False, 0, ""))

@@ -1,0 +1,44 @@
+"""What the next message would send, without sending it: for `cairn context` and the Context viewer
+(nothing is written, except what reading a chat repairs as a turn would: a prefix re-rendered because
+one of its nodes has since been made private). In an existing chat it is that chat's own next request (`Chat.request`); in a chat not
+started yet, the request a new chat's first turn builds (core/chat/request.py), as chat "new"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.agent import profiles
+from core.chat import request as chat_request
+from core.chat.conversation import Chat
+from core.chat.focus import Focus
+from core.graph.store import Store
+from core.providers.request import ContextRequest
+
+NEW_CHAT_KEY = "cairn-chat-new"
+
+
+@dataclass
+class Preview:
+    request: ContextRequest
+    chat_key: str  # the prompt-cache key the request would carry
+    retrieval_note: str | None  # why retrieval fell back to keywords, else None
+    chat: Chat | None  # the chat it continues, None for a new one
+
+
+def next_request(store: Store, config, provider, message: str, *, focus: Focus | None = None,
+                 chat_id: int | None = None, searcher=None) -> Preview:
+    """The request `message` would send to `provider` in chat `chat_id` (None: a new chat)."""
+    from core.search.searcher import Searcher
+
+    focus = focus or Focus()
+    searcher = searcher or Searcher(store)
+    if chat_id is not None:
+        chat = Chat(store, config, provider, chat_id=chat_id, searcher=searcher)
+        request = chat.request(message, focus=focus)
+        return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat)
+    agent = profiles.get(config.chat.agent)
+    engine = chat_request.engine(store, searcher, agent, config, provider)
+    engine.set_focus(focus)
+    snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))
+    request = chat_request.build(engine, snapshot, [], message, provider.model)
+    return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None)

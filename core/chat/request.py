@@ -1,0 +1,47 @@
+"""The request a message would send, put together in one place.
+
+A chat turn (core/chat/conversation.py), `cairn context` and the Context viewer (both through
+core/chat/preview.py) and the side requests (the rolling summary, the citation judge, distil and
+integrate drafts, through core/chat/model_reply.py) all build their `ContextRequest` here, so what the
+viewer shows is what a turn sends, and the privacy policy is applied the same way on every path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from core.agent.profiles import Agent
+from core.chat.context import ContextEngine
+from core.graph.privacy import SendPolicy
+from core.graph.store import Store
+from core.providers.request import ContextRequest, Snapshot, Suffix
+
+
+def variables(config, *, chat_id: int | str, agent: Agent, model: str) -> dict[str, str]:
+    """The values of `${name}` in an agent's instructions, resolved once when a chat starts and kept
+    with it (a new chat that does not exist yet is chat "new")."""
+    return {"user_name": config.user_name or "the user", "chat_id": str(chat_id), "agent": agent.name,
+            "model": model}
+
+
+def policy(config, provider) -> SendPolicy:
+    """What may be sent to `provider` under the config's privacy.never_send."""
+    return SendPolicy.for_provider(config.privacy.never_send, provider)
+
+
+def engine(store: Store, searcher, agent: Agent, config, provider) -> ContextEngine:
+    """The context engine of a chat with `agent` on `provider` (searcher None: no retrieval)."""
+    return ContextEngine(store, searcher, agent, background_enabled=config.chat.background_context,
+                         policy=policy(config, provider))
+
+
+def build(engine: ContextEngine, snapshot: Snapshot, history: list[dict], message: str, model: str, *,
+          now: datetime | None = None) -> ContextRequest:
+    """The request for `message`: the chat's prefix and history, then this message's suffix (the Focus
+    the engine holds, the passages retrieved for the message, the date/time)."""
+    return ContextRequest(snapshot, history, message, engine.suffix(message, now=now), model)
+
+
+def one_shot(system: str, user: str, model: str) -> ContextRequest:
+    """A side request: a system prompt and one user message; no tools, no history, no suffix."""
+    return ContextRequest(Snapshot([], system, "", "", []), [], user, Suffix("", "", ""), model)
