@@ -1,0 +1,2 @@
+"""Who the model is and what it may do: agent profiles, skills, the tools (also served over MCP), read-
+only SQL."""

@@ -1,0 +1,2 @@
+"""The model and the graph helping the user grow it: distil a chat, integrate a node, link what a text
+mentions."""
