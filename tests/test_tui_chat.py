@@ -630,3 +630,18 @@ async def test_chat_works_at_80x24(notes, db_path):
         await pilot.pause()
         assert app.query_one("#right").size.width >= 70  # the whole width, not the wide layout's 38%
         assert "[1] Tomato plants" in screen_text(app)
+
+
+async def test_a_quit_while_the_chat_pane_mounts_is_no_error(db_path, monkeypatch):
+    compose = ChatPane.compose
+
+    def compose_then_quit(self):
+        yield from compose(self)
+        self.app.exit()  # the app closes before the pane's on_mount runs (a quit in the first moment)
+
+    monkeypatch.setattr(ChatPane, "compose", compose_then_quit)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+    assert app.return_code == 0  # a NoMatches raised in on_mount would end the app with an error
+    assert not app._right_ready.is_set()

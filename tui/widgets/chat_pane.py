@@ -308,6 +308,10 @@ class ChatPane(Vertical):
                         placeholder="Ask about your notes… (ctrl+j or alt+enter sends)")
 
     def on_mount(self) -> None:
+        # Not query_one: when the app closes while this pane is still mounting (a quit just after start),
+        # its children are already gone and there is nothing to set up (tui/app.py's _mount_right stops too).
+        if not (self.query(ChatLog) and self.query("#chat-status")):
+            return
         self.query_one(ChatLog).anchor()
         self._show_intro()
         self._update_title()
