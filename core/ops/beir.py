@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import InvalidInput
+from core.search.searcher import MODES as SEARCH_MODES
 
 SPLITS = {"test": ("queries.jsonl", "qrels.tsv"), "train": ("queries-train.jsonl", "qrels-train.tsv")}
+MODES = tuple(sorted(SEARCH_MODES, key=lambda mode: mode == "hybrid"))  # each baseline, then their fusion
 
 
 def _read_jsonl(path: Path) -> list[dict]:
