@@ -46,7 +46,7 @@ def test_cairn_add_does_not_load_the_embedder(tmp_path):
     env = dict(os.environ, CAIRN_HOME=str(tmp_path / "ch"), HOME=str(tmp_path / "home"))
     code = (
         "import json, sys\n"
-        "from tui.cli import main\n"
+        "from tui.cli.main import main\n"
         "rc = main(['add', 'a quick note', '--db', sys.argv[1]])\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'onnxruntime', 'tokenizers', 'textual'})\n"
         "sys.stderr.write(json.dumps({'rc': rc, 'heavy': heavy}) + '\\n')\n"

@@ -470,7 +470,7 @@ def test_malformed_search_in_every_mode_one_process(indexed):
     cmd, env, db, ids = indexed
     script = (
         "import json, sys\n"
-        "from tui.cli import main\n"
+        "from tui.cli.main import main\n"
         "queries = json.loads(sys.argv[1])\n"
         "rcs = [main(['search', '--mode', m, '--json', '--db', sys.argv[2], '--', q])"
         " for m in ('vector', 'hybrid') for q in queries]\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.cli import build_parser, main
+from tui.cli.main import build_parser, main
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 COMMON = {"-h", "--help", "--db", "--debug", "--json"}

@@ -1,4 +1,4 @@
-"""`cairn integrate ID` and `cairn links ID` (tui/cli_workflows.py), run in-process through tui.cli.main
+"""`cairn integrate ID` and `cairn links ID` (tui/cli/workflows.py), run in-process through tui.cli.main
 on a real database: numbered proposals, the offline note said once, --accept with drafts or
 --explanation, the kept list, --json, and each bad input refused with nothing written."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from chat_support import _no_proxies, anth  # noqa: F401
 from fakes import text
-from tui.cli import main
-from tui.cli_workflows import OFFLINE_NOTE
+from tui.cli.main import main
+from tui.cli.workflows import OFFLINE_NOTE
 
 
 @pytest.fixture

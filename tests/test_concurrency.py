@@ -128,7 +128,7 @@ def test_locked_database_from_the_cli(cairn_cmd, cli_env, db_path):
     holder = core_db.sqlite.connect(str(db_path), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
     script = ("import sys, core.graph.db as d; d.BUSY_TIMEOUT_MS = 100; d.LOCK_WAIT_SECONDS = 0.3\n"
-              "from tui.cli import main; sys.exit(main(sys.argv[1:]))")
+              "from tui.cli.main import main; sys.exit(main(sys.argv[1:]))")
     try:
         proc = subprocess.run([sys.executable, "-c", script, "add", "blocked", "--db", str(db_path)],
                               env=cli_env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)

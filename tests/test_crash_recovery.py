@@ -36,7 +36,7 @@ voltage marble saffron harbor circuit fossil canyon opera velvet magnet prism tu
 
 # `cairn index` with smaller batches (a wrapper like test_concurrency's lock test): a small corpus then has
 # many commit points, so random kills land before, between and inside batch transactions.
-SMALL_BATCH_INDEX = ("import sys, core.index.indexer as i; i.BATCH_INPUTS = int(sys.argv[1]); from tui.cli import main; "
+SMALL_BATCH_INDEX = ("import sys, core.index.indexer as i; i.BATCH_INPUTS = int(sys.argv[1]); from tui.cli.main import main; "
                      "sys.exit(main(sys.argv[2:]))")
 # `cairn` with SQLite's page limit pinned at the database's current size: every write that needs a new page
 # fails with SQLITE_FULL ("database or disk is full"), exactly as on a full disk, through the whole CLI.
@@ -47,7 +47,7 @@ FULL_DB_CLI = ("import sys, core.graph.db as d\n"
                "    n = self.conn.execute('PRAGMA page_count').fetchone()[0]\n"
                "    self.conn.execute(f'PRAGMA max_page_count = {n}')\n"
                "d.Database._pragmas = pragmas\n"
-               "from tui.cli import main; sys.exit(main(sys.argv[1:]))")
+               "from tui.cli.main import main; sys.exit(main(sys.argv[1:]))")
 
 
 # The app's own indexer as the third writer (issue 7 names it): CairnApp headless in its own process. It

@@ -459,7 +459,7 @@ class _Stdin:
 
 
 def cairn(capsys, db_path, *args) -> tuple[int, str, str]:
-    from tui.cli import main
+    from tui.cli.main import main
 
     rc = main(["distil", *map(str, args), "--db", str(db_path)])
     out, err = capsys.readouterr()

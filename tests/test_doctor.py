@@ -286,7 +286,7 @@ def test_without_a_reindexer_repair_does_not_claim_vectors_are_fixed(store, embe
 def test_repair_is_offered_only_for_what_it_can_fix(store, db_path, monkeypatch, capsys):
     from core.assist import mentions
     from core.errors import EmbedderError
-    from tui.cli import main
+    from tui.cli.main import main
 
     report = doctor.DoctorReport([doctor.Finding("link_dictionary", 1, "missing"), doctor.Finding("pending", 0, "")])
     assert not report.clean and report.repairable == []

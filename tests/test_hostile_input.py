@@ -249,7 +249,7 @@ def test_vault_import_never_crashes_skips_bad_files_and_is_idempotent(tmp_path, 
 
 def test_vault_import_skips_a_20mb_file_and_imports_the_rest(tmp_path, capsys):
     """Through `cairn import` (main), as a person runs it; the huge file is written once."""
-    from tui.cli import main
+    from tui.cli.main import main
 
     root = tmp_path / "vault"
     (root / "deep" / "er").mkdir(parents=True)
@@ -342,7 +342,7 @@ def cli_db(tmp_path_factory):
 @example(argv=["add", "", "--title", " "])
 @example(argv=["add", "x", "--event-date", "\x1b[2J\n2020-13-01"])
 def test_cli_main_returns_an_exit_code_and_one_line_errors(cli_db, capsys, monkeypatch, argv):
-    from tui.cli import main
+    from tui.cli.main import main
 
     monkeypatch.delenv("CAIRN_DEBUG", raising=False)
     try:

@@ -39,7 +39,7 @@ def hostile(tmp_path):
 
 
 def _cli(capsys, *argv) -> str:
-    from tui.cli import main
+    from tui.cli.main import main
 
     rc = main([*argv])
     out = capsys.readouterr()

@@ -18,7 +18,7 @@ from core.graph import retention
 from core.chat.context import ContextEngine
 from core.graph.retention import Policy
 from test_memory import access_rows, days_ago, make, stamp, used
-from tui.cli import main
+from tui.cli.main import main
 
 FERRY = "The ferry to the island leaves at seven and the last one returns at nine. " * 3
 MESSAGE = "when does the island ferry leave?"

@@ -97,7 +97,7 @@ def test_describe_names_the_chat_and_the_day():
 
 # -- the CLI ---------------------------------------------------------------------------------------
 def cairn(capsys, db_path, *args) -> tuple[int, str, str]:
-    from tui.cli import main
+    from tui.cli.main import main
 
     rc = main([*map(str, args), "--db", str(db_path)])
     out, err = capsys.readouterr()

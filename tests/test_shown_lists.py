@@ -14,7 +14,7 @@ from core.errors import InvalidInput, NotFound
 from core.graph.shown_lists import OwnerDeleted
 from fakes import text
 from test_distil import cairn as distil_cli, cli_env, conversation, graph, node_count, scripted_reply  # noqa: F401
-from tui.cli import main
+from tui.cli.main import main
 
 
 def cli(capsys, db_path, *argv) -> tuple[int, str, str]:

@@ -454,7 +454,7 @@ def test_activate_skill_with_the_openai_provider(store, searcher, oai):
 
 
 def test_cairn_context_shows_the_skills_block(capsys):
-    from tui.cli import main
+    from tui.cli.main import main
 
     write_skill("daily-log", "Write today's log.")
     assert main(["context", "hello", "--provider", "anthropic", "--json"]) == 0
@@ -485,7 +485,7 @@ def test_reattach_block_bounds():
 
 
 def cli(capsys, *argv) -> tuple[int, str, str]:
-    from tui.cli import main
+    from tui.cli.main import main
 
     code = main(["skills", *argv])
     captured = capsys.readouterr()

@@ -8,7 +8,8 @@ model reply. Applying asks for confirmation at a terminal and needs `--yes` else
 from __future__ import annotations
 
 from core.errors import CairnError, InvalidInput
-from tui.cli_accept import accept_numbers
+from tui.cli.common import (Out, Verbs, accept_numbers, add_provider_options, confirm, id_arg, load_config,
+                            open_store)
 
 
 def _print(out, result) -> None:
@@ -50,17 +51,16 @@ def _print(out, result) -> None:
              style="dim")
 
 
-def cmd_distil(args, out) -> int:
+def cmd_distil(args, out: Out) -> int:
     from core.assist import distil
-    from tui.cli import _config, _confirm, _store
 
-    with _store(args, readonly=True) as store:
+    with open_store(args, readonly=True) as store:
         if args.accept is None:
             from core.providers.factory import make_provider
 
-            cfg = _config(args)
+            cfg = load_config(args)
             provider = make_provider(cfg)
-            result = distil.propose(store, args.chat_id, provider, never_send=cfg.never_send)
+            result = distil.propose(store, args.chat_id, provider, never_send=cfg.privacy.never_send)
             distil.save_pending(store, result)
             if out.as_json:
                 out.json({"chat_id": result.chat_id,
@@ -87,7 +87,7 @@ def cmd_distil(args, out) -> int:
             for n, p in zip(numbers, chosen):
                 target = p.title if p.kind == "addition" else f"node {p.node_id} ({p.title})"
                 out.text(f"{n:>3}. {p.kind}: ", (target, "bold"))
-        _confirm(args, f"Apply {len(chosen)} proposal{'s' if len(chosen) != 1 else ''} to your notes?")
+        confirm(args, f"Apply {len(chosen)} proposal{'s' if len(chosen) != 1 else ''} to your notes?")
         applied = distil.apply(store, args.chat_id, chosen)
         distil.clear_pending(store, args.chat_id)
     if out.as_json:
@@ -101,3 +101,12 @@ def cmd_distil(args, out) -> int:
             out.text("  Retired nodes keep their text and links, with the dimension 'retired' "
                      "(cairn list -d retired).", style="dim")
     return 0
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("distil", cmd_distil, "propose notes from a chat (additions, updates, retirements); --accept applies")
+    p.add_argument("chat_id", type=id_arg, metavar="CHAT_ID", help="the chat's id (cairn chats lists them)")
+    add_provider_options(p, "this time only (default: chat.provider in the config)",
+                         "this time only (default: chat.model, else the provider's default)")
+    p.add_argument("--accept", metavar="N,N", help="apply these proposals of the last `cairn distil CHAT_ID`")
+    p.add_argument("--yes", "-y", action="store_true", help="apply without asking")

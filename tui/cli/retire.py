@@ -6,15 +6,16 @@ and the hubs, and its provenance log keeps both the retirement and the un-retire
 
 from __future__ import annotations
 
+from core.errors import InvalidInput
+from tui.cli.common import Out, Verbs, id_arg, open_store
 
-def cmd_retired(args, out) -> int:
+
+def cmd_retired(args, out: Out) -> int:
     from core.graph import retirement
-    from core.errors import InvalidInput
-    from tui.cli import _store
 
     if args.limit is not None and args.limit < 1:
         raise InvalidInput(f"--limit must be at least 1 (got {args.limit}).")
-    with _store(args, readonly=True) as store:
+    with open_store(args, readonly=True) as store:
         nodes = retirement.retired_nodes(store, args.limit)
     if out.as_json:
         out.json(nodes)
@@ -40,11 +41,10 @@ def cmd_retired(args, out) -> int:
     return 0
 
 
-def cmd_unretire(args, out) -> int:
+def cmd_unretire(args, out: Out) -> int:
     from core.graph import retirement
-    from tui.cli import _store
 
-    with _store(args, readonly=True) as store:
+    with open_store(args, readonly=True) as store:
         node = retirement.restore(store, args.id, via="cli")
     if out.as_json:
         out.json(node)
@@ -55,3 +55,10 @@ def cmd_unretire(args, out) -> int:
     out.text(f"  It was {retirement.describe(was)}. The chat is offered it again (hubs, retrieval); "
              f"its provenance log keeps {kept}.", style="dim")
     return 0
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("retired", cmd_retired, "list the nodes distilled chats retired: when, by which chat, why")
+    p.add_argument("--limit", "-n", type=int, metavar="N", help="at most N, most recently retired first")
+    p = verbs.add("unretire", cmd_unretire, "bring back a retired node (into retrieval and hubs again)")
+    p.add_argument("id", type=id_arg, help="the node's id")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from core.errors import CairnError, InvalidInput
-from tui.cli_checks import UsageError
+from tui.cli.common import Out, UsageError, Verbs, decode, edit_in_editor, editor
 
 
 def _warn(catalog) -> None:
@@ -24,10 +24,6 @@ def _origin(skill) -> str:
     return "user (overrides shipped)" if skill.overrides else skill.origin
 
 
-def _editor() -> str | None:
-    return os.environ.get("VISUAL") or os.environ.get("EDITOR")
-
-
 def _write(path: Path, text: str) -> None:
     """Write through a temp file in the same folder, so a crash never leaves half a skill."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,12 +33,11 @@ def _write(path: Path, text: str) -> None:
 
 
 def _edit_and_save(text: str, path: Path) -> bool:
-    """Hand `text` to $VISUAL/$EDITOR (tui.cli's helper); save it at `path` if it is still a valid skill.
+    """Hand `text` to $VISUAL/$EDITOR; save it at `path` if it is still a valid skill.
     Returns False when nothing changed. An invalid edit is kept as PATH.rejected and reported."""
     from core.agent import skills
-    from tui.cli import _edit_in_editor
 
-    edited = _edit_in_editor(text)
+    edited = edit_in_editor(text)
     if edited == text:
         return False
     try:
@@ -56,7 +51,7 @@ def _edit_and_save(text: str, path: Path) -> bool:
     return True
 
 
-def cmd_skills(args, out) -> int:
+def cmd_skills(args, out: Out) -> int:
     from core.agent import skills
 
     action = args.action
@@ -106,7 +101,7 @@ def cmd_skills(args, out) -> int:
                 raise InvalidInput("The --description is empty; give one line saying what the skill does.")
             text = text.replace("description: One line saying when to use this skill.",
                                 f"description: {description}", 1)
-        interactive = not args.no_edit and sys.stdin.isatty() and _editor()
+        interactive = not args.no_edit and sys.stdin.isatty() and editor()
         _write(path, text)  # the template is there even if the editor fails
         if interactive:
             try:
@@ -124,13 +119,11 @@ def cmd_skills(args, out) -> int:
     # copy of the shipped skill
     source = path if path.is_file() else catalog.get(name).path
     copying = source != path
-    if not _editor():
+    if not editor():
         raise InvalidInput("Set $EDITOR (or $VISUAL) to edit a skill, or "
                            + (f"copy {source} to {path} and edit the copy (it overrides the shipped one)." if copying
                               else f"edit {path} directly."))
-    from tui.cli import _decode
-
-    original = _decode(source.read_bytes(), str(source))
+    original = decode(source.read_bytes(), str(source))
     changed = _edit_and_save(original, path)
     if out.as_json:
         loaded = skills.load().skills.get(name)  # None: a broken file left unchanged
@@ -140,3 +133,12 @@ def cmd_skills(args, out) -> int:
     else:
         out.text(f"Saved the skill {name}: {path}" + (" (your copy now overrides the shipped one)" if copying else ""))
     return 0
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("skills", cmd_skills, "list, show, create or edit the chat's skills (instructions the model loads on demand)")
+    p.add_argument("action", nargs="?", choices=["list", "show", "new", "edit"], default="list",
+                   help="list (default), show, new or edit a skill")
+    p.add_argument("name", nargs="?", metavar="NAME", help="a skill name: lowercase letters, digits, hyphens")
+    p.add_argument("--no-edit", action="store_true", help="new: write the template without opening $EDITOR")
+    p.add_argument("--description", metavar="TEXT", help="new: the skill's one-line description")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from core.graph import shown_lists
 from core.errors import CairnError, InvalidInput
-from tui.cli_accept import accept_numbers
-from tui.cli_checks import positive_int
+from tui.cli.common import (Out, Verbs, accept_numbers, add_provider_options, confirm, id_arg, load_config,
+                            open_store, positive_int)
 
 OFFLINE_NOTE = ("Explanations are not drafted without a model (the chat provider is offline): give each link you "
                 "accept one with --explanation N=\"...\".")
@@ -67,9 +67,8 @@ def _find(args, store, mode: str):
         return list(integrate.mention_proposals(store, args.id, limit=args.limit)), []
     from core.providers.factory import make_provider
     from core.search.searcher import Searcher
-    from tui.cli import _config
 
-    cfg = _config(args)
+    cfg = load_config(args)
     warnings: list[str] = []
     provider = None
     try:
@@ -80,7 +79,7 @@ def _find(args, store, mode: str):
         provider = None
         warnings.append(OFFLINE_NOTE)
     found = integrate.propose(store, Searcher(store), args.id, limit=args.limit, provider=provider,
-                              never_send=cfg.never_send)
+                              never_send=cfg.privacy.never_send)
     if found.warning:
         warnings.append(found.warning)
     return list(found), warnings
@@ -108,14 +107,13 @@ def _record(n: int, p) -> dict:
     return {"n": n, **p.as_dict()}
 
 
-def run(args, out, mode: str) -> int:
+def run(args, out: Out, mode: str) -> int:
     from core.assist import integrate
-    from tui.cli import _confirm, _store
 
     explanations = _explanations(args.explanation)
     if explanations and args.accept is None:
         raise InvalidInput("--explanation goes with --accept (it explains a link you accept).")
-    with _store(args) as store:
+    with open_store(args) as store:
         # Before "there is no node N": a list kept for a node deleted since is named as such, and discarded.
         kept = _load(store, mode, args.id) if args.accept is not None else None
         node = store.get_node(args.id)
@@ -162,7 +160,7 @@ def run(args, out, mode: str) -> int:
             out.text(f"From {source}:", style="dim")
             for n, p in chosen:
                 out.text(f"{n:>3}. → ", (p.target_title, "bold"), f"  {p.explanation}")
-        _confirm(args, f"Write {len(chosen)} link{'s' if len(chosen) != 1 else ''} from “{node['title']}”?")
+        confirm(args, f"Write {len(chosen)} link{'s' if len(chosen) != 1 else ''} from “{node['title']}”?")
         edges = integrate.apply(store, args.id, [p for _, p in chosen])
         _clear(store, mode, args.id)
     if out.as_json:
@@ -173,23 +171,29 @@ def run(args, out, mode: str) -> int:
     return 0
 
 
-def cmd_integrate(args, out) -> int:
+def cmd_integrate(args, out: Out) -> int:
     return run(args, out, "integrate")
 
 
-def cmd_links(args, out) -> int:
+def cmd_links(args, out: Out) -> int:
     return run(args, out, "links")
 
 
-def add_arguments(p, id_type, *, model: bool) -> None:
-    """The options both verbs share (registered from tui.cli.build_parser)."""
-    p.add_argument("id", type=id_type, metavar="ID", help="the node's id")
+def _arguments(p, *, model: bool) -> None:
+    """The options both verbs share; integrate also takes the drafting model."""
+    p.add_argument("id", type=id_arg, metavar="ID", help="the node's id")
     p.add_argument("--accept", metavar="N,N", help="write these links (numbers from the list this command printed)")
     p.add_argument("--explanation", action="append", metavar='N="TEXT"',
                    help="the explanation of accepted link N (repeatable; default: its draft)")
     p.add_argument("--limit", "-n", type=positive_int, default=8 if model else 50, help="at most this many proposals")
     p.add_argument("--yes", "-y", action="store_true", help="write without asking")
     if model:
-        p.add_argument("--provider", choices=["offline", "anthropic", "openai"],
-                       help="drafts the explanations (default: chat.provider in the config)")
-        p.add_argument("--model", help="the drafting model (default: chat.model, else the provider's default)")
+        add_provider_options(p, "drafts the explanations (default: chat.provider in the config)",
+                             "the drafting model (default: chat.model, else the provider's default)")
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("integrate", cmd_integrate, "propose explained links from a node to related ones; --accept writes them")
+    _arguments(p, model=True)
+    p = verbs.add("links", cmd_links, "link the nodes a node's text mentions by title or alias; --accept writes them")
+    _arguments(p, model=False)

@@ -1,0 +1,208 @@
+"""`cairn context` and `cairn ask`: the request the next message would send, and sending it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from core.agent.profiles import BUILT_IN
+from core.errors import InvalidInput
+from tui.cli.common import Out, UsageError, Verbs, add_provider_options, load_config, open_store, text_arg
+
+
+def _focus(args):
+    from core.chat.focus import Focus
+
+    ids: list[int] = []
+    for part in (args.focus or "").split(","):
+        part = part.strip()
+        if part:
+            if not part.isdigit():
+                raise InvalidInput(f"--focus takes node ids separated by commas, not {part!r}.")
+            ids.append(int(part))
+    if args.primary is not None and args.primary not in ids:
+        raise UsageError(f"--primary {args.primary} is not one of the --focus ids; add it to --focus.")
+    return Focus(tuple(ids), args.primary if args.primary is not None else (ids[0] if ids else None))
+
+
+def cmd_context(args, out: Out) -> int:
+    """The exact request body the next message would send, and its blocks (no key needed)."""
+    from core.chat.preview import next_request
+    from core.providers.base import Turn
+    from core.providers.factory import preview_provider
+
+    cfg = load_config(args)
+    provider = preview_provider(cfg)
+    focus = _focus(args)
+    with open_store(args) as store:
+        for node_id in focus.ordered:
+            store.get_node(node_id)  # a clear error for an unknown id
+        preview = next_request(store, cfg, provider, args.message, focus=focus, chat_id=args.chat or None)
+        request, retrieval_note = preview.request, preview.retrieval_note
+        last_usage = None
+        if preview.chat is not None:
+            # Estimates before sending; what the provider reported for the last reply corrects them.
+            replies = [m for m in preview.chat.messages() if m["role"] == "assistant" and m["usage"]]
+            last_usage = replies[-1]["usage"] if replies else None
+        body = provider.body(Turn(request, [], preview.chat_key))
+        blocks = [b.summary() for b in request.blocks()]
+    from core.providers.anthropic_provider import min_cacheable
+
+    prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
+    result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
+              "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
+              "retrieval_note": retrieval_note,
+              "cache": {"prefix_tokens_est": prefix_est,
+                        "min_cacheable_tokens": min_cacheable(provider.model) if provider.name == "anthropic" else 1024,
+                        "last_reported_usage": last_usage},
+              "body": body}
+    if out.as_json:
+        out.json(result)
+    else:
+        for b in blocks:
+            out.text(f"{b['name']:>11} ", (("cached" if b["cached"] else "not cached").ljust(11), "green" if b["cached"] else "yellow"),
+                     (f"~{b['tokens_est']} tokens (estimate)", "dim"))
+        out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
+        cache = result["cache"]
+        below = prefix_est < cache["min_cacheable_tokens"]
+        out.text(f"cached prefix ~{prefix_est} tokens; {provider.model} caches prefixes from "
+                 f"{cache['min_cacheable_tokens']} tokens" + (" — this one is too short to be cached" if below else ""),
+                 style="yellow" if below else "dim")
+        if last_usage:
+            out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
+                     f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")
+        out.text("")
+        if retrieval_note:
+            out.text(retrieval_note, style="yellow")
+        out.text(request.suffix.text or "(empty suffix)")
+    return 0
+
+
+def cmd_ask(args, out: Out) -> int:
+    """Stream a reply; Ctrl-C stops it and keeps the partial reply (marked incomplete)."""
+    import queue
+    import threading
+
+    from core.chat.conversation import Chat
+    from core.providers.factory import make_provider
+
+    cfg = load_config(args)
+    provider = make_provider(cfg)
+    message = text_arg(args.message)
+    if not message.strip():  # checked before a chat row is made: a refused ask leaves no empty chat
+        raise InvalidInput("The message is empty.")
+    focus = _focus(args)
+
+    def confirm(action: str, detail: dict) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        try:
+            answer = input(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]} [y/N] ")
+        except EOFError:  # Ctrl-D: a no
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    with open_store(args) as store:
+        for node_id in focus.ordered:
+            store.get_node(node_id)  # a clear error for an unknown id, before a chat row is made
+        chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm)
+        chat.set_focus(focus)
+        cancel = threading.Event()
+        events: queue.Queue = queue.Queue()
+        failure: list[BaseException] = []
+
+        def work():
+            from core.graph.store import Store
+
+            # SQLite connections belong to one thread: the worker opens its own.
+            with Store(store.path) as own:
+                try:
+                    worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm)
+                    worker_chat.set_focus(_focus(args))
+                    for event in worker_chat.send(message, cancel):
+                        events.put(event)
+                    events.put(worker_chat.last_reply)
+                except BaseException as exc:  # handed to the main thread, which reports it
+                    failure.append(exc)
+                    events.put(None)
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        reply = None
+        streamed = []
+        while True:
+            try:
+                item = events.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                cancel.set()
+                continue
+            if item is None:
+                break
+            if not hasattr(item, "type"):
+                reply = item
+                break
+            if item.type == "text":
+                streamed.append(item.text)
+                if not out.as_json:
+                    sys.stdout.write(item.text)
+                    sys.stdout.flush()
+            elif item.type == "tool_call" and not out.as_json:
+                print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+            elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
+                print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
+        thread.join(timeout=5)
+        if failure:
+            raise failure[0]
+        passages = reply.citations.get("passages", {}) if reply else {}
+        titles = {n["id"]: n["title"] for n in store.get_nodes(passages.values())} if passages else {}
+    if out.as_json:
+        out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
+                  "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
+                  "citation_check": reply.citation_check.as_dict() if reply.citation_check else None,
+                  "side_usage": reply.side_usage, "created_nodes": reply.created_nodes})
+    else:
+        print()
+        if reply.status != "complete":
+            out.text(f"[incomplete reply{': ' + reply.error if reply.error else ''}]", style="yellow")
+        if reply.citation_check and reply.citation_check.lines():
+            print()  # the citation check's problems, after a blank line (the reply text is as streamed)
+            for line in reply.citation_check.lines():
+                out.text(line, style="yellow")
+        if passages:
+            out.text("Sources:", style="bold")
+            for n, node_id in passages.items():
+                out.text(f"  [{n}] ", (f"[NODE:{node_id}] {titles.get(node_id, '(deleted)')}", "cyan"))
+        u = reply.usage
+        side = "".join(f" · + {purpose.replace('_', ' ')} {s.get('input', 0)} in/{s.get('output', 0)} out"
+                       for purpose, s in reply.side_usage.items() if s)
+        out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}"
+                 f"{side}", style="dim")
+    return 0 if reply.status == "complete" else 1
+
+
+def _chat_options(p) -> None:
+    p.add_argument("--focus", metavar="ID,ID", help="node ids open in the Focus panel")
+    p.add_argument("--primary", type=int, metavar="ID", help="the active tab (default: the first --focus id)")
+    p.add_argument("--agent", choices=list(BUILT_IN),
+                   help="the agent's instructions and tools (default: chat.agent in the config)")
+    add_provider_options(p, "this time only (default: chat.provider in the config)",
+                         "this time only (default: chat.model, else the provider's default)")
+    p.add_argument("--chat", type=int, metavar="ID", help="continue this chat")
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("context", cmd_context, "show the exact request the next message would send")
+    p.add_argument("message", help="the message it would send")
+    _chat_options(p)
+    p = verbs.add("ask", cmd_ask, "ask the chat a question (streams; Ctrl-C stops and keeps the partial reply)")
+    p.add_argument("message", help="the message, or - to read it from stdin")
+    _chat_options(p)
+    p.epilog = ("Without a provider the reply is an offline answer (quotes from your notes, no model). To use a model: "
+                "`cairn config set chat.provider anthropic` (or openai) and set $ANTHROPIC_API_KEY / $OPENAI_API_KEY, "
+                "or pass --provider for one question; an OpenAI-compatible server (Ollama ...) also needs "
+                "`cairn config set chat.base_url URL`.")
+    p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")

@@ -1,0 +1,90 @@
+"""The `cairn` command line: argparse verbs over `core`, Rich for people, `--json` for programs.
+
+Each verb module declares its verbs in register(); this module puts them together in help order and
+turns errors into exit statuses. Textual is imported only when the app starts (bare `cairn`), and
+onnxruntime only by verbs that embed, so `cairn add` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from core.errors import CairnError
+from tui.cli import (app, chat, chats, config, distil, evaluate, index, mcp, nodes, ops, retire, search, skills,
+                     vault, workflows)
+from tui.cli.common import Out, UsageError, Verbs, path_arg
+
+# The order `cairn --help` lists the verbs in.
+VERB_MODULES = (nodes, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows, mcp,
+                evaluate)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cairn")
+    except PackageNotFoundError:  # running from a checkout without install
+        return "0+unknown"
+
+
+class _VersionAction(argparse.Action):
+    """--version, resolved only when asked (importlib.metadata costs ~35 ms at every start)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help="show the version"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cairn {_version()}")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument("--db", metavar="PATH", type=path_arg, default=argparse.SUPPRESS, help="database file (default: see README)")
+    shared.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    reader = argparse.ArgumentParser(add_help=False)
+    reader.add_argument("--json", action="store_true", help="print JSON")
+
+    parser = argparse.ArgumentParser(
+        prog="cairn", parents=[shared],
+        description="Cairn: a terminal-first knowledge graph. Run without a verb to open the app.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    verbs = Verbs(parser.add_subparsers(dest="verb", metavar="VERB"), shared, reader)
+    for module in VERB_MODULES:
+        module.register(verbs)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = getattr(args, "debug", False) or bool(os.environ.get("CAIRN_DEBUG"))
+    out = Out(getattr(args, "json", False))
+    func = getattr(args, "func", app.open_app)
+    try:
+        return func(args, out)
+    except UsageError as exc:
+        if debug:
+            raise
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 2
+    except CairnError as exc:
+        if debug:
+            raise
+        print(f"cairn: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cairn: interrupted; committed work is kept (run the command again to resume).", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last line of defence: a sentence, not a traceback
+        if debug:
+            raise
+        print(f"cairn: unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)", file=sys.stderr)
+        return 1

@@ -1,0 +1,220 @@
+"""`cairn import export watch`: markdown folders (an Obsidian vault) and RA-H OS databases in and out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from core.errors import InvalidInput
+from tui.cli.common import LazyProgress, Out, Verbs, open_store, path_arg, plural
+
+LIST_CAP = 20  # lines of a list (skipped files, unresolved links) shown before "... and N more"
+CAIRN_TABLES = {"meta", "nodes", "edges", "chunks", "nodes_fts", "trash"}
+
+
+def is_cairn_database(path: Path) -> bool:
+    """Another Cairn database (a backup, a copy): `cairn import` must not read it as RA-H OS (it failed
+    with 'no such column: rowid'); the way to use it is --db."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False  # not readable as SQLite: the RA-H importer says why
+    return CAIRN_TABLES <= names
+
+
+def _capped(out: Out, title: str, items: list, style: str = "yellow") -> None:
+    if not items:
+        return
+    out.text(f"{title} ({len(items):,}):", style=style)
+    for where, what in items[:LIST_CAP]:
+        out.text(f"  {where}: {what}" if where else f"  {what}", style="dim")
+    if len(items) > LIST_CAP:
+        out.text(f"  … and {len(items) - LIST_CAP:,} more (--json lists them all)", style="dim")
+
+
+def _print_vault_report(out: Out, r) -> None:
+    moved = f", {len(r.renamed)} moved" if r.renamed else ""
+    restored = f", {r.restored} restored from the trash" if r.restored else ""
+    trashed = f", {len(r.trashed)} moved to the trash" if r.trashed else ""
+    out.text(f"{plural(r.files, 'note')} in {r.folder}: ", (f"{r.created:,} created", "green"),
+             f", {r.updated:,} updated, {r.unchanged:,} unchanged{moved}{restored}{trashed}, "
+             f"{len(r.skipped):,} skipped ({r.seconds:.1f} s).")
+    share = f" ({r.wikilinks_resolved / r.wikilinks:.1%})" if r.wikilinks else ""
+    md = f", {r.md_links_resolved:,} of {r.md_links:,} markdown links" if r.md_links else ""
+    out.text(f"Links: {r.wikilinks_resolved:,} of {r.wikilinks:,} wikilinks resolved{share}{md}; "
+             f"{r.same_note_links:,} same-note links need no edge; {len(r.attachments):,} point at attachments. "
+             f"Edges: {r.edges:,} ({r.edges_created:,} created, {r.edges_updated:,} updated, "
+             f"{r.edges_removed:,} removed).", style="dim")
+    _capped(out, "Skipped", r.skipped)
+    _capped(out, "Warnings", r.warnings)
+    _capped(out, "Unresolved links", r.unresolved)
+    if r.missing:
+        _capped(out, "Files gone (their nodes were kept; --prune moves them to the trash)",
+                [("", m) for m in r.missing])
+
+
+def _index_after(args, out: Out, store, state: dict | None = None):
+    """Index what an import left pending, unless --no-index; returns the IndexReport or None."""
+    pending = store.counts()["pending"]
+    if not pending:
+        return None
+    if getattr(args, "no_index", False):
+        if not out.as_json and not (state or {}).get("told"):
+            out.text(f"{plural(pending, 'node')} wait for indexing (--no-index); run `cairn index`.", style="dim")
+        if state is not None:
+            state["told"] = True
+        return None
+    from core.index.indexer import Indexer
+
+    state = state if state is not None else {}
+    if "indexer" not in state:
+        state["indexer"] = Indexer(store)
+    with LazyProgress(out, "Indexing", "nodes") as progress:
+        report = state["indexer"].run(progress=progress)
+    if not out.as_json:
+        out.text(f"Indexed {plural(report.indexed, 'node')} ({report.chunks:,} chunks) in {report.seconds:.1f} s.", style="dim")
+        if report.errors:
+            out.text(f"{report.errors} nodes failed to index; `cairn doctor` lists them.", style="red")
+    return report
+
+
+def cmd_import(args, out: Out) -> int:
+    """A folder → markdown vault import; an SQLite file → RA-H OS import. Then index (unless --no-index)."""
+    path = Path(args.path).expanduser()
+    if path.is_dir():
+        kind = "vault"
+    elif path.is_file():
+        from core.vault.raha import is_sqlite_file
+
+        if not (is_sqlite_file(path) or path.suffix.lower() in (".sqlite", ".sqlite3", ".db")):
+            raise InvalidInput(f"{path} is neither a folder of markdown notes nor an RA-H OS database (.sqlite); "
+                               "to import one note, give its folder.")
+        if is_cairn_database(path):
+            raise InvalidInput(f"{path} is a Cairn database (a backup or a copy?), not an RA-H OS one; open it with "
+                               f"`cairn --db {path}`; nothing was imported.")
+        kind = "raha"
+    else:
+        raise InvalidInput(f"There is no folder or file at {path}.")
+    with open_store(args) as store:
+        if kind == "vault":
+            from core.vault.sync import import_vault
+
+            with LazyProgress(out, "Importing", "files") as progress:
+                report = import_vault(store, path, progress, prune=args.prune)
+        else:
+            from core.vault.raha import import_raha
+
+            with LazyProgress(out, "Importing", "nodes") as progress:
+                report = import_raha(store, path, progress)
+        if not out.as_json:
+            if kind == "vault":
+                _print_vault_report(out, report)
+            else:
+                out.text(f"RA-H OS database {report.path}: {report.nodes:,} nodes: ", (f"{report.created:,} created", "green"),
+                         f", {report.updated:,} updated, {report.unchanged:,} unchanged, {len(report.skipped):,} skipped"
+                         f" (dimensions from {report.dimensions_from}; {report.seconds:.1f} s).")
+                out.text(f"Edges: {report.edges:,} ({report.edges_created:,} created, {report.edges_updated:,} updated, "
+                         f"{report.edges_removed:,} removed; {report.edges_skipped:,} dangling, self or duplicate left out).",
+                         style="dim")
+                if report.gone:
+                    out.text(f"{report.gone:,} nodes imported before are no longer in that database; they were kept.",
+                             style="dim")
+                _capped(out, "Skipped", report.skipped)
+                _capped(out, "Warnings", report.warnings)
+        index = _index_after(args, out, store)
+    if out.as_json:
+        out.json({"kind": kind, **report.as_dict(), "index": index.as_dict() if index else None})
+    return 1 if index is not None and index.errors else 0
+
+
+def cmd_export(args, out: Out) -> int:
+    from core.vault.export import export
+
+    with open_store(args, readonly=True) as store:
+        with LazyProgress(out, "Exporting", "nodes") as progress:
+            report = export(store, args.dir, progress, force=args.force)
+    if out.as_json:
+        out.json(report.as_dict())
+    else:
+        removed = f"; removed {report.removed:,} files of nodes since deleted" if report.removed else ""
+        out.text(f"Exported {plural(report.written, 'node')} and {plural(report.edges, 'edge')} to {report.folder}{removed}.")
+        _capped(out, "Not written", report.skipped)
+    return 1 if report.skipped else 0
+
+
+def cmd_watch(args, out: Out) -> int:
+    """Import the folder, then keep the database in step with it until Ctrl-C."""
+    from core import clock
+    from core.vault.watch import watch
+
+    folder = Path(args.path).expanduser()
+    with open_store(args) as store:
+        bar = LazyProgress(out, "Importing", "files")
+        state: dict = {}
+
+        def ready(report) -> None:
+            bar.__exit__(None, None, None)
+            if out.as_json:
+                out.json({"event": "ready", **report.as_dict()})
+            else:
+                _print_vault_report(out, report)
+            _index_after(args, out, store, state)
+            if not out.as_json:
+                out.text(f"Watching {report.folder} (Ctrl-C stops).", style="bold")
+
+        def changed(report) -> None:
+            if out.as_json:
+                sys.stdout.write(json.dumps({"event": "change", **report.as_dict()}, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            else:
+                stamp = clock.now()[11:19]
+                moved = {new for _, new in report.renamed}
+                for rel in report.changed:
+                    if rel not in moved:
+                        out.text((f"{stamp} ", "dim"), "added " if rel in report.added else "updated ", (rel, "bold"))
+                for old, new in report.renamed:
+                    out.text((f"{stamp} ", "dim"), "moved ", (old, "bold"), " → ", (new, "bold"))
+                for rel in report.trashed:
+                    out.text((f"{stamp} ", "dim"), "deleted ", (rel, "bold"), (" (node moved to the trash)", "dim"))
+                for rel, why in report.skipped:
+                    out.text((f"{stamp} ", "dim"), "skipped ", (rel, "bold"), (f": {why}", "yellow"))
+                if report.edges_created or report.edges_removed or report.edges_updated:
+                    out.text((f"{stamp} ", "dim"), (f"edges: +{report.edges_created} -{report.edges_removed} "
+                                                   f"~{report.edges_updated}", "dim"))
+            _index_after(args, out, store, state)
+
+        def error(exc) -> None:
+            print(f"cairn: {exc}", file=sys.stderr)
+
+        try:
+            watch(store, folder, None, changed, on_ready=ready, on_error=error, progress=bar)
+        except KeyboardInterrupt:
+            if not out.as_json:
+                out.text("Stopped watching.")
+            return 0
+        finally:
+            bar.__exit__(None, None, None)
+    return 0
+
+
+def register(verbs: Verbs) -> None:
+    p = verbs.add("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "
+                  "again: only changes")
+    p.add_argument("path", metavar="PATH", type=path_arg, help="a folder of .md notes, or an RA-H OS database file")
+    p.add_argument("--no-index", action="store_true", help="do not chunk and embed the imported notes now")
+    p.add_argument("--prune", action="store_true",
+                   help="move nodes whose file has left the folder to the trash (default: keep them)")
+    p = verbs.add("export", cmd_export, "write every node as a markdown file (frontmatter + text + edges)")
+    p.add_argument("dir", metavar="DIR", type=path_arg, help="an empty folder, or one an earlier export wrote")
+    p.add_argument("--force", action="store_true", help="write into a folder that holds other files")
+    p = verbs.add("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
+                  "(Ctrl-C stops)")
+    p.add_argument("path", metavar="PATH", type=path_arg, help="the folder of .md notes")
+    p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
