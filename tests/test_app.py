@@ -297,7 +297,7 @@ async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tm
 
 async def test_the_getting_started_graph_can_be_loaded_later_from_the_palette(store, db_path):
     from core.graph import getting_started
-    from tui.commands import pane_commands
+    from tui.palette.commands import pane_commands
     from tui.widgets.focus_panel import FocusPanel
 
     store.add_node("My own note", "Written before the guide.")

@@ -190,7 +190,7 @@ async def test_the_bare_keys_stand_aside_in_text_fields(db_path, store, graph):
         # the palette names both workflows for an open node
         app.query_one(FocusPanel).open_node(graph["BERT"])
         await settle(app, pilot)
-        from tui.commands import pane_commands
+        from tui.palette.commands import pane_commands
 
         names = [c.title for c in pane_commands(app)]
         assert "Focus: integrate" in names and "Focus: link suggestions" in names

@@ -77,7 +77,7 @@ class CairnApp(App):
         """Textual's own commands (theme, keys, quit…), then the panes' actions on the main screen."""
         yield from super().get_system_commands(screen)
         if screen is self.screen_stack[0]:
-            from tui.commands import pane_commands
+            from tui.palette.commands import pane_commands
 
             yield from pane_commands(self)
 
@@ -230,18 +230,18 @@ class CairnApp(App):
 
     def _captured(self, node_id: int | None) -> None:
         if node_id is not None:
-            from tui.workflows import after_save
+            from tui.flows.link_review import after_save
 
             after_save(self, node_id)  # "N link suggestions — press L" when the note mentions others
 
     def on_node_view_saved(self, message) -> None:
         """A Focus tab saved its editor (NodeView.Saved bubbles up): look for mentions to suggest."""
-        from tui.workflows import after_save
+        from tui.flows.link_review import after_save
 
         after_save(self, message.node["id"])
 
     def action_link_suggestions(self) -> None:
-        from tui.workflows import link_suggestions
+        from tui.flows.link_review import link_suggestions
 
         link_suggestions(self)
 

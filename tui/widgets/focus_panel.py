@@ -597,6 +597,6 @@ class FocusPanel(Vertical):
         """i: proposed edges for the active node, reviewed in tui.screens.link_review."""
         view = self.active_view
         if view is not None and view.node is not None:
-            from tui.workflows import open_review
+            from tui.flows.link_review import open_review
 
             open_review(self.app, view.node_id, view.node["title"], "integrate")

@@ -31,7 +31,7 @@ from core.errors import InvalidInput, NotFound
 from core.safe_text import printable
 from core.graph.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
-from tui.retire import status_text as retired_text
+from tui.flows.unretire import status_text as retired_text
 from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
 from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
@@ -216,7 +216,7 @@ class NodeView(Vertical):
                 yield Static(Text(f"Node {self.node_id}"), classes="node-title")
                 yield Static(classes="node-fields")
                 yield Static(classes="node-status")
-                yield Static(classes="node-retired")  # shown only for a retired node (tui.retire)
+                yield Static(classes="node-retired")  # shown only for a retired node (tui.flows.unretire)
                 yield Label("Edges", classes="node-section node-edges-heading")
                 yield EdgeList(classes="node-edges")
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")

@@ -41,7 +41,7 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                                 panel.action_integrate)
             yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",
                                 _link_suggestions(app, view.node_id, view.node["title"]))
-            from tui.retire import commands as retire_commands
+            from tui.flows.unretire import commands as retire_commands
 
             yield from retire_commands(app, view)  # "Focus: un-retire", for a retired node only
 
@@ -55,11 +55,11 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
     yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
                         app.action_toggle_viewer)
     yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)
-    from tui.skill_commands import skill_commands
+    from tui.palette.skills import skill_commands
 
     yield from skill_commands(app)  # "Skills: <name>" starts a chat message that uses the skill
     yield SystemCommand("Help: keys for the focused pane", "Every binding with its id (f1)", app.action_help)
-    from tui.guide import load_guide
+    from tui.flows.getting_started import load_guide
 
     yield SystemCommand("Help: load the Getting started graph", "A dozen linked notes that explain Cairn",
                         lambda: load_guide(app))
@@ -67,7 +67,7 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
 
 def _link_suggestions(app: "CairnApp", node_id: int, title: str):
     def run() -> None:
-        from tui.workflows import open_review
+        from tui.flows.link_review import open_review
 
         open_review(app, node_id, title, "mention")
 

@@ -1,0 +1,1 @@
+"""The command palette (ctrl+p): the app's commands, named "area: action", and the skills' entries."""
