@@ -111,3 +111,34 @@ def test_the_cycle_finder_finds_a_loop_and_nothing_else():
     assert _cycles(edges) == [["a", "b", "c"]]
     assert _loop_through("a", ["a", "b", "c"], edges) == ["a", "b", "c", "a"]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# tui's parts, each importing only those after it (its own and lower): the app, the palette's commands,
+# the multi-step flows, the screens and widgets they drive, the small typed messages and services.
+TUI_LAYERS = (("tui.app",), ("tui.palette",), ("tui.flows",), ("tui.screens", "tui.widgets"),
+              ("tui.messages", "tui.services"))
+
+
+def _layer(module: str) -> int | None:
+    for rank, layer in enumerate(TUI_LAYERS):
+        if any(module == top or module.startswith(top + ".") for top in layer):
+            return rank
+    return None
+
+
+def test_tui_imports_point_down_and_loop_nowhere_even_for_typing():
+    # Stricter than the test above for tui: typing-only imports count too, so a widget that names a flow
+    # or the app even in an annotation fails here. A widget reaches a flow by a message to the app.
+    graph = grimp.build_graph("tui", cache_dir=None, exclude_type_checking_imports=False)
+    edges = {m: {d for d in graph.find_modules_directly_imported_by(m) if d.split(".")[0] == "tui"} - {m}
+             for m in graph.modules}
+    upward = sorted(f"  {importer} -> {imported} (l.{', '.join(str(d['line_number']) for d in details)})"
+                    for importer, targets in edges.items() for imported in targets
+                    if _layer(importer) is not None and _layer(imported) is not None
+                    and _layer(imported) < _layer(importer)
+                    for details in [graph.get_import_details(importer=importer, imported=imported)])
+    assert {_layer(m) for m in graph.modules} >= set(range(len(TUI_LAYERS))), "a layer holds no module"
+    assert not upward, "imports against the direction of tui's layers:\n" + "\n".join(upward)
+    cycles = _cycles(edges)
+    report = [f"{', '.join(c)}:\n{_describe(graph, _loop_through(c[0], c, edges))}" for c in cycles]
+    assert not cycles, "import cycles in tui:\n" + "\n".join(report)

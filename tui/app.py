@@ -19,7 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Header
 
 from core.chat.focus import Focus
-from tui.messages import FocusChanged, NodesChanged, OpenNode
+from tui.messages import FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
 from tui.widgets.footer import Footer
@@ -244,6 +244,13 @@ class CairnApp(App):
         from tui.flows.link_review import link_suggestions
 
         link_suggestions(self)
+
+    @on(ReviewLinks)
+    def _review_links(self, message: ReviewLinks) -> None:
+        """A pane asks for a node's link review (i in the Focus panel)."""
+        from tui.flows.link_review import open_review
+
+        open_review(self, message.node_id, message.title, message.mode)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "link_suggestions":  # a bare key: not while typing, not over a dialog

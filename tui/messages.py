@@ -29,3 +29,12 @@ class NodesChanged(Message):
     """Nodes were created, edited or deleted (here or by another process): refresh views, index."""
 
     node_ids: tuple[int, ...] = ()
+
+
+@dataclass
+class ReviewLinks(Message):
+    """Review the links proposed for a node: "integrate" (related nodes) or "mention" (nodes its text names)."""
+
+    node_id: int
+    title: str
+    mode: str = "integrate"

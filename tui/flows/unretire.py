@@ -1,44 +1,31 @@
-"""Retired nodes in the app: the Focus tab's "retired" line and the palette's "Focus: un-retire".
+"""The palette's "Focus: un-retire", offered while the active Focus tab shows a retired node.
 
-A retired node (core.graph.retirement) stays openable; its tab says it is retired, by which chat and
-when, and how to bring it back. Un-retiring writes in a worker, then posts NodesChanged so every
-view (the Nodes list, the tab itself) shows the node as current again.
+A retired node (core.graph.retirement) stays openable; its tab's retired line (tui.widgets.node_view)
+says by which chat and when it was retired, and names this command. Un-retiring writes in a worker,
+then posts NodesChanged so every view (the Nodes list, the tab itself) shows the node as current again.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from rich.text import Text
 from textual.app import SystemCommand
 
 from core.graph import retirement
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.messages import NodesChanged
+from tui.widgets.node_view import UNRETIRE_COMMAND
 
 if TYPE_CHECKING:
     from tui.widgets.node_view import NodeView
-
-COMMAND = "Focus: un-retire"
-
-
-def status_text(node: dict) -> Text | None:
-    """The tab's retired line (None when the node is not retired); the reason on a second line."""
-    if not retirement.is_retired(node):
-        return None
-    rec = retirement.record(node)
-    text = Text(printable(f"retired · {retirement.describe(rec)} — palette: {COMMAND}"))
-    if rec and rec.get("reason"):
-        text.append(printable("\nwhy: " + " ".join(str(rec["reason"]).split())))
-    return text
 
 
 def commands(app, view: "NodeView") -> Iterator[SystemCommand]:
     """"Focus: un-retire", offered only while the active tab shows a retired node."""
     node = view.node
     if node is not None and retirement.is_retired(node):
-        yield SystemCommand(COMMAND, "Bring this retired node back into retrieval and the hubs",
+        yield SystemCommand(UNRETIRE_COMMAND, "Bring this retired node back into retrieval and the hubs",
                             lambda: unretire(app, view.node_id, node["title"]))
 
 

@@ -1,20 +1,18 @@
 """The command palette's pane actions (ctrl+p), named "area: action" so typing the area lists them.
 
 Each command runs the same action as its key; commands that cannot apply right now (no tab open, a
-reply streaming) are left out rather than shown and refused.
+reply streaming) are left out rather than shown and refused. `app` is tui.app.CairnApp, typed as
+Textual's App: the app imports this module, so this module does not import the app back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
-from textual.app import SystemCommand
-
-if TYPE_CHECKING:
-    from tui.app import CairnApp
+from textual.app import App, SystemCommand
 
 
-def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
+def pane_commands(app: App) -> Iterator[SystemCommand]:
     from tui.widgets.focus_panel import FocusPanel
     from tui.widgets.node_browser import NodeBrowser
 
@@ -41,9 +39,9 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                                 panel.action_integrate)
             yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",
                                 _link_suggestions(app, view.node_id, view.node["title"]))
-            from tui.flows.unretire import commands as retire_commands
+            from tui.flows.unretire import commands as unretire_commands
 
-            yield from retire_commands(app, view)  # "Focus: un-retire", for a retired node only
+            yield from unretire_commands(app, view)  # "Focus: un-retire", for a retired node only
 
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
@@ -65,7 +63,7 @@ def pane_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                         lambda: load_guide(app))
 
 
-def _link_suggestions(app: "CairnApp", node_id: int, title: str):
+def _link_suggestions(app: App, node_id: int, title: str):
     def run() -> None:
         from tui.flows.link_review import open_review
 
@@ -74,7 +72,7 @@ def _link_suggestions(app: "CairnApp", node_id: int, title: str):
     return run
 
 
-def _chat_action(app: "CairnApp", name: str):
+def _chat_action(app: App, name: str):
     async def run() -> None:
         chat, _viewer = await app.right_panes()
         app._show_pane("right")

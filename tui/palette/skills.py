@@ -4,20 +4,18 @@ the chat input and the keyboard after it.
 Why not activate the skill at once: a skill is loaded by the model (activateSkill) in the course of a
 request, and a skill needs an object (which node to integrate, which source to summarise). Starting the
 message lets the user say that, and nothing is sent until they send it; the model sees the skill in
-its catalog and loads it. Skipped skill files get one entry that shows why.
+its catalog and loads it. Skipped skill files get one entry that shows why. `app` is tui.app.CairnApp,
+typed as Textual's App so that this module does not import the app back.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 
 from core.agent import skills
-
-if TYPE_CHECKING:
-    from tui.app import CairnApp
 
 _cache: tuple[tuple, skills.Catalog] | None = None
 
@@ -46,7 +44,7 @@ def prefix(name: str) -> str:
     return f"Use the {name} skill: "
 
 
-def skill_commands(app: "CairnApp") -> Iterator[SystemCommand]:
+def skill_commands(app: App) -> Iterator[SystemCommand]:
     cat = catalog()
     for skill in cat.skills.values():
         yield SystemCommand(f"Skills: {skill.name}", skill.description, _use(app, skill.name))
@@ -56,7 +54,7 @@ def skill_commands(app: "CairnApp") -> Iterator[SystemCommand]:
                             "Show why (cairn skills lists them too)", _show_warnings(app, cat.warnings))
 
 
-def _use(app: "CairnApp", name: str):
+def _use(app: App, name: str):
     async def run() -> None:
         from tui.widgets.chat_pane import ChatInput
 
@@ -74,7 +72,7 @@ def _use(app: "CairnApp", name: str):
     return run
 
 
-def _show_warnings(app: "CairnApp", warnings: list[str]):
+def _show_warnings(app: App, warnings: list[str]):
     def run() -> None:
         for warning in warnings:
             app.notify(warning, title="Skill skipped", severity="warning", timeout=10)

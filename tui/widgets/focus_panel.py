@@ -35,7 +35,7 @@ from textual.widgets import Static, TabbedContent, TabPane, Tabs
 from core.errors import NotFound
 from core.chat.focus import Focus
 from core.safe_text import printable
-from tui.messages import FocusChanged, NodesChanged
+from tui.messages import FocusChanged, NodesChanged, ReviewLinks
 from tui.services import Services
 from tui.widgets.text_field import is_text_field
 
@@ -594,9 +594,7 @@ class FocusPanel(Vertical):
                         markup=False, timeout=3)
 
     def action_integrate(self) -> None:
-        """i: proposed edges for the active node, reviewed in tui.screens.link_review."""
+        """i: proposed edges for the active node; the app opens the review (tui.flows.link_review)."""
         view = self.active_view
         if view is not None and view.node is not None:
-            from tui.flows.link_review import open_review
-
-            open_review(self.app, view.node_id, view.node["title"], "integrate")
+            self.app.post_message(ReviewLinks(view.node_id, view.node["title"], "integrate"))

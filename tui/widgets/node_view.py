@@ -28,10 +28,10 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from core.errors import InvalidInput, NotFound
+from core.graph import retirement
 from core.safe_text import printable
 from core.graph.store import clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
-from tui.flows.unretire import status_text as retired_text
 from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
 from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
@@ -40,10 +40,23 @@ MARKDOWN_CHAR_LIMIT = 20_000  # a source up to this size (and line count) is ren
 MARKDOWN_LINE_LIMIT = 100  # ...non-blank lines, since each block becomes a widget
 SOURCE_DISPLAY_LIMIT = 200_000  # characters shown when reading; the editor always gets everything
 LARGE_TEXT = 200_000  # above this the editor skips highlighting and soft wrap (1 MB: 1.8 s → 0.7 s)
+UNRETIRE_COMMAND = "Focus: un-retire"  # the palette command the retired line names (tui/flows/unretire.py)
 
 
 def _plain(value: Any) -> str:
     return printable(str(value or ""))
+
+
+def retired_text(node: dict) -> Text | None:
+    """The tab's retired line (None when the node is not retired): by which chat and when, and how to
+    bring it back; the reason on a second line."""
+    if not retirement.is_retired(node):
+        return None
+    rec = retirement.record(node)
+    text = Text(printable(f"retired · {retirement.describe(rec)} — palette: {UNRETIRE_COMMAND}"))
+    if rec and rec.get("reason"):
+        text.append(printable("\nwhy: " + " ".join(str(rec["reason"]).split())))
+    return text
 
 
 class SourceText(TextArea):
@@ -216,7 +229,7 @@ class NodeView(Vertical):
                 yield Static(Text(f"Node {self.node_id}"), classes="node-title")
                 yield Static(classes="node-fields")
                 yield Static(classes="node-status")
-                yield Static(classes="node-retired")  # shown only for a retired node (tui.flows.unretire)
+                yield Static(classes="node-retired")  # shown only for a retired node (retired_text)
                 yield Label("Edges", classes="node-section node-edges-heading")
                 yield EdgeList(classes="node-edges")
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")
