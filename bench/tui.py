@@ -61,7 +61,7 @@ Bare().run(headless=True, size=(120, 40))
 
 _CAIRN = r"""
 import gc, sys, time
-gc.disable()  # as `cairn` does before importing the app (tui/cli.py cmd_app)
+gc.disable()  # as `cairn` does before importing the app (tui/cli/app.py open_app)
 from tui.app import CairnApp
 from tui.widgets.node_browser import NodeBrowser
 class Timed(CairnApp):

@@ -48,7 +48,7 @@ class CairnApp(App):
     def __init__(self, db: Path, *, services: Services | None = None, first_run_prompt: bool = True,
                  manage_gc: bool = False):
         super().__init__()
-        # `cairn` (run_app) lets the app own the garbage collector: paused for startup (tui/cli.py),
+        # `cairn` (run_app) lets the app own the garbage collector: paused for startup (tui/cli/app.py),
         # then everything alive after the first frame and after the embedder loads is frozen, so
         # full collections stop rescanning ~250k long-lived objects (~120 ms pauses on a 100k-node
         # graph, bench/tui.py). Off in tests, where many apps come and go in one process.
