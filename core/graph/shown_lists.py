@@ -2,7 +2,7 @@
 `--accept N,N` picks from exactly what was shown, not from a new search or model reply.
 
 Used by `cairn distil` (core.assist.distil.save_pending …) and `cairn integrate` / `cairn links`
-(tui/cli_workflows.py); each caller owns its key and turns the stored dicts back into its proposals.
+(tui/cli/workflows.py); each caller owns its key and turns the stored dicts back into its proposals.
 The entry is {"at": when it was shown, "proposals": [dict, …], "warnings": [str, …],
 "owner": {"kind": "chat" | "node", "id", "title", "created_at"}}: the chat or node the list belongs to.
 
