@@ -133,10 +133,11 @@ def test_backup_into_a_folder_then_never_over_a_file_nor_the_database(capsys, db
 
 
 # -- config ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("key, says", [("no.such", "Unknown table `no`"), ("chats.provider", "Unknown table `chats`"),
-                                        ("foo", "Unknown setting `foo`"), ("chat.a.b", "is not a setting"),
-                                        ("ui.colour", "Unknown setting `ui.colour` (known in [ui]: theme, animations)"),
-                                        ("mcp.allow", "known in [mcp]: allow_edits")])
+@pytest.mark.parametrize("key, says", [("no.such", "unknown table `[no]` (known at the top level: user_name, chat,"),
+                                        ("chats.provider", "unknown table `[chats]`; did you mean `[chat]`?"),
+                                        ("foo", "unknown setting `foo`"), ("chat.a.b", "is not a setting"),
+                                        ("ui.colour", "unknown setting `ui.colour` (known in [ui]: theme, animations)"),
+                                        ("mcp.allow", "unknown setting `mcp.allow`; did you mean `allow_edits`?")])
 def test_config_set_refuses_a_key_nothing_reads(capsys, key, says):
     from core.paths import config_dir
 

@@ -3,6 +3,7 @@ known one, errors naming file and key, env beats file, each value's origin, a ba
 and `cairn config` never prints a key."""
 
 import dataclasses
+import json
 import os
 import re
 import stat
@@ -54,7 +55,18 @@ def test_cairn_config_shows_status_never_the_key(cairn_cmd, cli_env):
     proc = subprocess.run([*cairn_cmd, "config", "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert "sk-ant-secret-789" not in proc.stdout + proc.stderr
-    assert "set (from $ANTHROPIC_API_KEY)" in proc.stdout
+    rows = {row["key"]: row for row in json.loads(proc.stdout)}
+    assert rows["keys.anthropic"] == {"key": "keys.anthropic", "value": "set", "origin": "environment ($ANTHROPIC_API_KEY)"}
+    assert rows["chat.provider"] == {"key": "chat.provider", "value": "offline", "origin": "default"}
+    proc = subprocess.run([*cairn_cmd, "config", "set", "chat.timeout", "60"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run([*cairn_cmd, "config"], env=env, capture_output=True, text=True, timeout=60)
+    lines = proc.stdout.splitlines()
+    chat = lines.index("[chat]")
+    assert re.fullmatch(r"timeout = 60\.0 +# file", lines[chat + 7]) and lines[chat - 1] == ""
+    assert re.fullmatch(r"anthropic = set +# environment \(\$ANTHROPIC_API_KEY\)", lines[lines.index("[keys]") + 1])
+    assert "sk-ant-secret-789" not in proc.stdout + proc.stderr
     proc = subprocess.run([*cairn_cmd, "config", "set", "keys.anthropic", "x"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 1 and "environment" in proc.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
@@ -155,7 +156,7 @@ def test_a_whole_session_leaves_no_key_anywhere(cli, monkeypatch, tmp_path):
         cairn("context", "Where do otters live?", "--focus", a, "--json")
         cairn("context", "Where do otters live?", "--chat", chat_id)
         out, _ = cairn("config")
-        assert "anthropic key: set (from $ANTHROPIC_API_KEY)" in out
+        assert re.search(r"^anthropic = set +# environment \(\$ANTHROPIC_API_KEY\)$", out, re.M)
         cairn("config", "--json")
         cairn("chats")
         cairn("export", home / "vault")
@@ -218,13 +219,13 @@ def test_a_key_in_the_config_file_is_used_never_shown_and_a_readable_file_warns(
         assert "readable by other users" not in err
         rc, out, err = run(cmd, env, "config")
         outputs.append(out + err)
-        assert "anthropic key: set (from config file)" in out and "readable" not in err
+        assert re.search(r"^anthropic = set +# file$", out, re.M) and "readable" not in err
 
         os.chmod(path, 0o644)
         rc, out, err = run(cmd, env, "config", "--json")
         outputs.append(out + err)
         assert rc == 0 and f"{path} is readable by other users; run: chmod 600 {path}" in err
-        assert json.loads(out)["keys"]["anthropic"] == "set (from config file)"
+        assert {"key": "keys.anthropic", "value": "set", "origin": "file"} in json.loads(out)
         srv.script.add(text("Still works."))
         rc, out, err = run(cmd, env, "ask", "hello again")
         outputs.append(out + err)

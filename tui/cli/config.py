@@ -1,44 +1,18 @@
-"""`cairn config`: show the settings (key status only, never a key), or `config set KEY VALUE`."""
+"""`cairn config`: each setting's effective value and its origin (key status only, never a key), or
+`config set KEY VALUE`."""
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import Any
 
 from core.errors import InvalidInput
 from tui.cli.common import Out, UsageError, Verbs
 
 
-def check_config_key(dotted: str) -> None:
-    """Refuse a key the config never reads: the loader itself checks the keys of [chat], [memory],
-    [vault], but an unknown table or top-level key (`chats.provider`, a typo) would be written and
-    then ignored."""
-    import tomlkit
-
-    from core.config import TEMPLATE
-
-    template = tomlkit.parse(TEMPLATE)
-    parts = dotted.split(".")
-    tables = sorted(k for k, v in template.items() if isinstance(v, dict))
-    if any(not p for p in parts) or len(parts) > 2:
-        raise InvalidInput(f"`{dotted}` is not a setting: use KEY or TABLE.KEY, e.g. chat.provider. Nothing was changed.")
-    if len(parts) == 1:
-        if parts[0] not in template or parts[0] in tables:
-            known = ", ".join(k for k in template if k not in tables)
-            raise InvalidInput(f"Unknown setting `{dotted}` (top-level settings: {known}; "
-                               f"tables: {', '.join(tables)}). Nothing was changed.")
-        return
-    table, key = parts
-    if table not in tables:
-        raise InvalidInput(f"Unknown table `{table}` in `{dotted}` (known: {', '.join(tables)}). Nothing was changed.")
-    known_keys = list(template[table])
-    if known_keys and key not in known_keys:  # [keymap] starts empty: any binding id
-        raise InvalidInput(f"Unknown setting `{dotted}` (known in [{table}]: {', '.join(known_keys)}). "
-                           "Nothing was changed.")
-
-
 def cmd_config(args, out: Out) -> int:
-    """Show the settings (key status only, never a key), or change one: `cairn config set chat.provider anthropic`."""
+    """Show each setting's effective value and where it comes from (an API key only as set or missing),
+    or change one: `cairn config set chat.provider anthropic`."""
     from core import config as config_module
 
     if args.action == "show" and args.key is not None:
@@ -48,36 +22,35 @@ def cmd_config(args, out: Out) -> int:
             raise UsageError("Usage: cairn config set KEY VALUE (e.g. chat.provider anthropic).")
         if args.key.startswith("keys."):
             raise InvalidInput("Put API keys in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), not on a command line.")
-        check_config_key(args.key)
-        value: Any = args.value
-        if value.lower() in ("true", "false"):
-            value = value.lower() == "true"
-        elif args.key == "privacy.never_send":
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        path = config_module.set_value(args.key, value)
+        path = config_module.set_value(args.key, args.value)  # reads the text as the setting's type; refuses unknown keys
         if not out.as_json:
             out.text(f"Set {args.key} in {path}")
     cfg = config_module.load()
     for warning in cfg.warnings:
         print(f"cairn: warning: {warning}", file=sys.stderr)
-    info = {"path": str(cfg.path), "exists": cfg.path.exists(), "user_name": cfg.user_name,
-            "chat": dict(cfg.chat.__dict__), "model": cfg.model(), "never_send": cfg.privacy.never_send,
-            "mcp_allow_edits": cfg.mcp.allow_edits,
-            "keys": {p: cfg.key_status(p) for p in ("anthropic", "openai")}}
+    rows = config_module.origins(cfg.path)
     if out.as_json:
-        out.json(info)
+        out.json([{"key": r.key, "value": r.value, "origin": r.origin} for r in rows])
     elif args.action != "set":
-        out.text(f"config: {info['path']}" + ("" if info["exists"] else " (not created yet: defaults)"), style="dim")
-        for k, v in info["chat"].items():
-            out.text(f"chat.{k} = {v!r}")
-        out.text(f"privacy.never_send = {info['never_send']!r}")
-        for p, status in info["keys"].items():
-            out.text(f"{p} key: {status}")
+        out.text(f"config: {cfg.path}" + ("" if cfg.path.exists() else " (not created yet: defaults)"), style="dim")
+        lines = []
+        for row in rows:
+            table, _, name = row.key.rpartition(".")
+            value = row.value if table == "keys" else json.dumps(row.value, ensure_ascii=False)  # "set"/"missing"
+            lines.append((table, f"{name} = {value}", row.origin))
+        width = min(max(len(setting) for _, setting, _ in lines), 40)
+        section = ""
+        for table, setting, origin in lines:
+            if table != section:
+                out.text("")
+                out.text(f"[{table}]", style="bold")
+                section = table
+            out.text(setting.ljust(width), (f"  # {origin}", "dim"))
     return 0
 
 
 def register(verbs: Verbs) -> None:
-    p = verbs.add("config", cmd_config, "show the settings, or `config set KEY VALUE`")
+    p = verbs.add("config", cmd_config, "show each setting, its value and where it comes from, or `config set KEY VALUE`")
     p.add_argument("action", nargs="?", choices=["show", "set"], default="show", help="show (default) or set")
     p.add_argument("key", nargs="?", help="set: a setting such as chat.provider or privacy.never_send")
     p.add_argument("value", nargs="?", help="set: its value (true/false; never_send takes a,b,c)")
