@@ -292,7 +292,7 @@ class Origin:
 
     key: str
     value: Any
-    origin: str  # "default", "file" or "environment ($NAME)"
+    origin: str  # "default", "file", "file (the default value)" or "environment ($NAME)"
 
 
 def origins(path: Path | None = None) -> list[Origin]:
@@ -303,14 +303,21 @@ def origins(path: Path | None = None) -> list[Origin]:
     for name, (_, fld) in _settings(Config).items():
         model = fld.metadata.get("table")
         if model is None:
-            rows.append(Origin(name, getattr(cfg, name), "file" if name in data else "default"))
+            origin = "default" if name not in data else _written(data[name], getattr(Config(), name))
+            rows.append(Origin(name, getattr(cfg, name), origin))
         elif model is dict:
             rows.extend(Origin(f"{name}.{k}", v, "file") for k, v in getattr(cfg, name).items())
         else:
-            written = data.get(name, {})
+            written, defaults = data.get(name, {}), model()
             for key in _settings(model):
-                rows.append(_origin(cfg, name, key, "file" if key in written else "default"))
+                origin = "default" if key not in written else _written(written[key], getattr(defaults, key))
+                rows.append(_origin(cfg, name, key, origin))
     return rows
+
+
+def _written(value: Any, default: Any) -> str:
+    """The origin of a value the file holds; the template writes every default out, so say which are."""
+    return "file (the default value)" if value == default else "file"
 
 
 def _origin(cfg: Config, section: str, key: str, origin: str) -> Origin:

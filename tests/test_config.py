@@ -198,6 +198,15 @@ def test_origins_say_default_file_or_environment_and_never_show_a_key(tmp_path, 
     assert {o.origin for o in config_module.origins(tmp_path / "absent.toml")} == {"default"}
 
 
+def test_origins_tell_a_written_out_default_from_a_changed_value(tmp_path):
+    """The generated template writes every default into the file: those say so, a changed value does not."""
+    path = config_module.write_default(tmp_path / "config.toml")
+    config_module.set_value("chat.timeout", "60", path)
+    rows = {o.key: o.origin for o in config_module.origins(path)}
+    assert rows["chat.timeout"] == "file"
+    assert rows["chat.agent"] == rows["user_name"] == rows["privacy.never_send"] == "file (the default value)"
+
+
 def test_config_set_refuses_an_unknown_key_and_creates_nothing(tmp_path):
     path = tmp_path / "config.toml"
     with pytest.raises(ConfigError, match=r"unknown setting `privacy.never_sned`; did you mean `never_send`\? "
