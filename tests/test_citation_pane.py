@@ -78,7 +78,8 @@ async def reopen(pilot, app, pane: ChatPane) -> None:
     await pilot.press("f5")
     assert not metas(app)
     pane.load_chat(chat_id)
-    await wait_for(pilot, lambda: metas(app), what="the reopened chat")
+    # the usage lines are mounted (awaited) before the pane takes the chat's id and shows its status
+    await wait_for(pilot, lambda: metas(app) and pane.chat_id == chat_id, what="the reopened chat")
 
 
 # -- core: the phase event and skipping ----------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 History is stored exactly as sent, minus each turn's volatile suffix (kept in `messages.sent` for
 the record), so the next turn's prefix is byte-identical to the last one's. Each request writes a
-`sent_log` row naming the nodes that left the machine and the provider they went to.
+`sent_log` row naming the nodes that left the machine and the provider they went to (core/chat/usage_log.py).
+The rows of chats and messages are read and written by core/chat/repository.py.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Iterator
 
-from core import clock
 from core.agent import profiles
 from core.chat import citations, usage_log
 from core.chat import request as chat_request
 from core.chat.focus import Focus
+from core.chat.repository import ChatRepository
 from core.graph import memory
 from core.providers.request import ContextRequest, Snapshot, estimate_tokens
 from core.errors import InvalidInput, NotFound
@@ -73,32 +74,30 @@ class Chat:
         self.depth = depth
         self.now = now
         self._inherited = inherited or []
+        self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent)
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
-            stamp = clock.now()
-            # One transaction: a process killed here leaves no chat row without its snapshot (such a chat
-            # could not be reopened), and a snapshot that fails (InvalidInput) rolls the row back.
-            with store.db.transaction() as conn:
-                cur = conn.execute(
-                    "INSERT INTO chats(title, agent, provider, model, metadata, created_at, updated_at)"
-                    " VALUES ('', ?, ?, ?, '{}', ?, ?)",
-                    (self.agent.name, provider.name, provider.model, stamp, stamp))
-                self.id = cur.lastrowid
-                variables = chat_request.variables(config, chat_id=self.id, agent=self.agent, model=provider.model)
+
+            def first_metadata(new_id: int) -> dict:
+                # Rendered inside the transaction that creates the row (ChatRepository.create_chat).
+                variables = chat_request.variables(config, chat_id=new_id, agent=self.agent, model=provider.model)
                 self.snapshot = self.engine.snapshot(variables)
-                self.metadata = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
+                data = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
                 if parent_id is not None:
-                    self.metadata["parent_chat_id"] = parent_id
-                self._save_metadata()
+                    data["parent_chat_id"] = parent_id
+                return data
+
+            self.id, self.metadata = self.repo.create_chat(agent=self.agent.name, provider=provider.name,
+                                                           model=provider.model, metadata=first_metadata)
         else:
-            row = store.db.execute("SELECT * FROM chats WHERE id = ?", (int(chat_id),)).fetchone()
+            row = self.repo.load_chat(chat_id)
             if row is None:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"])
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
-            self.metadata = json.loads(row["metadata"])
+            self.metadata = row["metadata"]
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
             # ask --chat`) keeps it instead of being retitled with its latest message.
             if row["title"]:
@@ -114,19 +113,13 @@ class Chat:
         self.last_reply: Reply | None = None
 
     def _save_metadata(self) -> None:
-        with self.store.db.transaction() as conn:
-            conn.execute("UPDATE chats SET metadata = ?, updated_at = ? WHERE id = ?",
-                         (json.dumps(self.metadata, ensure_ascii=False), clock.now(), self.id))
+        self.repo.save_metadata(self.id, self.metadata)
 
     # -- focus ---------------------------------------------------------------------------------------
     def set_focus(self, focus: Focus) -> str:
         return self.engine.set_focus(focus)
 
     # -- history -------------------------------------------------------------------------------------
-    def _rows(self):
-        return self.store.db.execute(
-            "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (self.id,)).fetchall()
-
     def history(self) -> list[dict]:
         """Earlier turns exactly as sent (no suffixes), after the rolling summary if there is one."""
         upto = self.metadata.get("summary_upto", 0)
@@ -138,7 +131,7 @@ class Chat:
                 summary.append(_text_block(self.metadata["skills_block"]))
             out += [{"role": "user", "content": summary},
                     {"role": "assistant", "content": [_text_block("Understood; continuing from that summary.")]}]
-        for row in self._rows():
+        for row in self.repo.rows(self.id):
             if row["id"] > upto:
                 # A reply cut off or failed before any text is stored as an empty text block; the APIs
                 # reject empty (or blank) text blocks, so leave those out of what is sent.
@@ -151,19 +144,7 @@ class Chat:
     def messages(self) -> list[dict]:
         """The stored conversation for display (also after reopening): each message's text, status,
         usage and citations (the `[N]` → node id map of the reply)."""
-        out = []
-        for row in self.store.db.execute(
-                "SELECT id, role, content, sent, usage, citations, status, created_at FROM messages"
-                " WHERE chat_id = ? ORDER BY id", (self.id,)).fetchall():
-            content = json.loads(row["content"])
-            out.append({"id": row["id"], "role": row["role"], "content": content,
-                        "text": "".join(b.get("text", "") for b in content if b.get("type") == "text"),
-                        "status": row["status"],
-                        "error": (json.loads(row["sent"]) or {}).get("error") if row["role"] == "assistant" and row["sent"] else None,
-                        "usage": json.loads(row["usage"]) if row["usage"] else None,
-                        **_citations_and_check(row["citations"]),
-                        "created_at": row["created_at"]})
-        return out
+        return self.repo.messages(self.id)
 
     def request(self, message: str, *, focus: Focus | None = None) -> ContextRequest:
         """The request the next turn would send (no side effects beyond rendering, and saving a prefix
@@ -212,14 +193,14 @@ class Chat:
             reply.side_usage["summary"] = summary[1].as_dict()
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
-            with self.store.db.transaction() as conn:
-                conn.execute("UPDATE chats SET title = ? WHERE id = ?", (self.metadata["title"], self.id))
+            self.repo.set_title(self.id, self.metadata["title"])
         loop: list[dict] = []
         text_parts: list[str] = []
         while True:
             turn = Turn(request, loop, self.chat_key)
             reply.requests += 1
-            self._log_sent(user_id, request.node_ids + sorted(ctx.touched))
+            usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
+                               model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
             step_text, calls, stop, error = "", [], "", None
             for event in self.provider.stream(turn, cancel):
                 if event.type == "text":
@@ -315,8 +296,7 @@ class Chat:
         elif self.provider.name == "offline":
             result.note = "citations not judged by a model: the offline provider quotes the passages themselves"
         else:
-            row = self.store.db.execute("SELECT sent FROM messages WHERE id = ?", (user_id,)).fetchone()
-            texts = {f"[{n}]": text for n, text in citations.passage_texts(json.loads(row["sent"])).items()}
+            texts = {f"[{n}]": text for n, text in citations.passage_texts(self.repo.sent(user_id)).items()}
             wanted = {i["ref"] for i in result.items if i["kind"] == "node" and i["status"] == "ok"}
             for node in self.store.get_nodes(sorted(wanted)):
                 if self.engine.policy.allows(node):
@@ -340,28 +320,12 @@ class Chat:
                         usage_log.record_usage(self.store, log_id, result.usage)
                         reply.side_usage["citation_check"] = dict(result.usage)
         stored = dict(reply.citations, check=result.as_dict())
-        with self.store.db.transaction() as conn:
-            conn.execute("UPDATE messages SET citations = ? WHERE id = ?", (json.dumps(stored), reply.message_id))
+        self.repo.set_citations(reply.message_id, stored)
 
     def _insert(self, role: str, content: list[dict], *, sent: dict | None = None, usage: dict | None = None,
                 citations: dict | None = None, status: str = "complete") -> int:
-        with self.store.db.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO messages(chat_id, role, content, sent, usage, citations, status, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (self.id, role, json.dumps(content, ensure_ascii=False),
-                 json.dumps(sent, ensure_ascii=False) if sent is not None else None,
-                 json.dumps(usage) if usage is not None else None,
-                 json.dumps(citations) if citations is not None else None, status, clock.now()))
-            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (clock.now(), self.id))
-            return cur.lastrowid
-
-    def _log_sent(self, message_id: int, node_ids: list[int]) -> None:
-        with self.store.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.id, message_id, self.provider.name, self.provider.model,
-                 json.dumps(list(dict.fromkeys(node_ids))), clock.now()))
+        return self.repo.insert_message(self.id, role, content, sent=sent, usage=usage, citations=citations,
+                                        status=status)
 
     # -- memory --------------------------------------------------------------------------------------
     def _remember(self, message: str, reply: Reply) -> None:
@@ -417,9 +381,9 @@ class Chat:
             return (f"The {name} skill is already active: its instructions are earlier in this conversation. "
                     "Keep following them.")
         text = skills.activation_text(skill)
-        last = self.store.db.execute("SELECT MAX(id) FROM messages WHERE chat_id = ?", (self.id,)).fetchone()[0]
+        last = self.repo.last_message_id(self.id)
         self.metadata["active_skills"] = [n for n in active if n != name] + [name]
-        self.metadata.setdefault("skill_texts", {})[name] = {"after_message": last or 0, "text": text}
+        self.metadata.setdefault("skill_texts", {})[name] = {"after_message": last, "text": text}
         self._save_metadata()
         return text
 
@@ -449,7 +413,7 @@ class Chat:
     def _maybe_summarise(self) -> "tuple[int, Usage] | None":
         """Fold the older history into the rolling summary when it has grown past the threshold.
         Returns (its sent_log row id, its usage) when a summary request was made (also a failed one)."""
-        history_rows = [r for r in self._rows() if r["id"] > self.metadata.get("summary_upto", 0)]
+        history_rows = [r for r in self.repo.rows(self.id) if r["id"] > self.metadata.get("summary_upto", 0)]
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
         if size < SUMMARY_THRESHOLD_TOKENS or self.provider.name == "offline":
             return None
@@ -496,30 +460,7 @@ class Chat:
         return log_id, usage
 
 
-def _citations_and_check(raw: str | None) -> dict:
-    """A stored reply's citations (`[N]` map and cited nodes) and, apart, its citation check."""
-    stored = json.loads(raw) if raw else None
-    check = stored.pop("check", None) if isinstance(stored, dict) else None
-    return {"citations": stored, "citation_check": check}
-
 
 def list_chats(store: Store, limit: int = 50) -> list[dict]:
-    rows = store.db.execute(
-        "SELECT c.id, c.title, c.agent, c.provider, c.model, c.created_at, c.updated_at,"
-        " json_extract(c.metadata, '$.parent_chat_id') AS parent,"
-        " (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id AND m.role = 'assistant'"
-        "   AND m.usage IS NOT NULL) AS replies,"
-        " (SELECT json_group_array(m.usage) FROM messages m WHERE m.chat_id = c.id AND m.usage IS NOT NULL) AS usages"
-        " FROM chats c ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
-    out = []
-    for r in rows:
-        if r["parent"] is not None:
-            continue
-        total = Usage()
-        for u in json.loads(r["usages"] or "[]"):
-            u = json.loads(u) if isinstance(u, str) else u
-            total = total + Usage(**u)
-        out.append({"id": r["id"], "title": r["title"], "agent": r["agent"], "provider": r["provider"],
-                    "model": r["model"], "replies": r["replies"], "usage": total.as_dict(),
-                    "created_at": r["created_at"], "updated_at": r["updated_at"]})
-    return out
+    """The latest top-level chats with their reply counts and tokens (core/chat/repository.py)."""
+    return ChatRepository(store).list_chats(limit)

@@ -1,5 +1,7 @@
-"""The sent_log row of a side request: a model request that is not a chat reply (the rolling summary,
-the citation judge, distil, integrate's drafts), with the tokens it cost.
+"""The sent_log rows: every request's record of the nodes that left the machine and where they went.
+Each request of a chat turn writes one (`log_turn`); so does each side request: a model request that is
+not a chat reply (the rolling summary, the citation judge, distil, integrate's drafts), with the tokens
+it cost (`log_request`, `record_usage`).
 
 A chat reply's tokens are stored on its assistant message (messages.usage); a side request has no
 message of its own, so its normalised usage (core.providers.base.Usage) goes on its sent_log row
@@ -32,6 +34,16 @@ def log_request(store, *, purpose: str, provider: str, model: str | None, node_i
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (chat_id, message_id, provider, model, json.dumps(ids), purpose, clock.now()))
         return cur.lastrowid
+
+
+def log_turn(store, *, chat_id: int, message_id: int, provider: str, model: str | None,
+             node_ids: Iterable[int]) -> None:
+    """Write the sent_log row of one request of a chat turn (no purpose: its tokens go on the reply's
+    assistant message), naming the turn's user message."""
+    with store.db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO sent_log(chat_id, message_id, provider, model, node_ids, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (chat_id, message_id, provider, model, json.dumps(list(dict.fromkeys(node_ids))), clock.now()))
 
 
 def record_usage(store, row_id: int, usage) -> None:

@@ -1,0 +1,134 @@
+"""The database layer of chats: the rows of `chats` and `messages`, read and written over a Store.
+
+core/chat/conversation.py (class Chat) holds the turn logic and calls this for every row it reads or
+writes; a turn's `sent_log` rows are written by core/chat/usage_log.py, with the side requests' ones.
+Each write is one transaction, unless the caller already holds one (core.graph.db: nested, the outer
+transaction commits): a chat row and its snapshot are created in one (`create_chat`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from core import clock
+from core.graph.store import Store
+from core.providers.base import Usage
+
+
+class ChatRepository:
+    def __init__(self, store: Store):
+        self.db = store.db
+
+    # -- chats ---------------------------------------------------------------------------------------
+    def create_chat(self, *, agent: str, provider: str, model: str | None,
+                    metadata: Callable[[int], dict]) -> tuple[int, dict]:
+        """A new chat row and its metadata, `metadata(chat id)` (the snapshot is rendered there), in one
+        transaction: a process killed here leaves no chat row without its snapshot (such a chat could not
+        be reopened), and a `metadata` that raises (InvalidInput) rolls the row back."""
+        stamp = clock.now()
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO chats(title, agent, provider, model, metadata, created_at, updated_at)"
+                " VALUES ('', ?, ?, ?, '{}', ?, ?)", (agent, provider, model, stamp, stamp))
+            chat_id = cur.lastrowid
+            data = metadata(chat_id)
+            self.save_metadata(chat_id, data)
+        return chat_id, data
+
+    def load_chat(self, chat_id: int) -> dict | None:
+        """The chat's row (id, title, agent, provider, model, metadata decoded, created_at, updated_at),
+        None if there is none."""
+        row = self.db.execute("SELECT * FROM chats WHERE id = ?", (int(chat_id),)).fetchone()
+        if row is None:
+            return None
+        return {**dict(row), "metadata": json.loads(row["metadata"])}
+
+    def save_metadata(self, chat_id: int, metadata: dict) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE chats SET metadata = ?, updated_at = ? WHERE id = ?",
+                         (json.dumps(metadata, ensure_ascii=False), clock.now(), chat_id))
+
+    def set_title(self, chat_id: int, title: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))
+
+    def list_chats(self, limit: int = 50) -> list[dict]:
+        """The latest top-level chats (delegated chats left out), each with its reply count and the
+        tokens of its replies summed."""
+        rows = self.db.execute(
+            "SELECT c.id, c.title, c.agent, c.provider, c.model, c.created_at, c.updated_at,"
+            " json_extract(c.metadata, '$.parent_chat_id') AS parent,"
+            " (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id AND m.role = 'assistant'"
+            "   AND m.usage IS NOT NULL) AS replies,"
+            " (SELECT json_group_array(m.usage) FROM messages m WHERE m.chat_id = c.id AND m.usage IS NOT NULL) AS usages"
+            " FROM chats c ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
+        out = []
+        for r in rows:
+            if r["parent"] is not None:
+                continue
+            total = Usage()
+            for u in json.loads(r["usages"] or "[]"):
+                u = json.loads(u) if isinstance(u, str) else u
+                total = total + Usage(**u)
+            out.append({"id": r["id"], "title": r["title"], "agent": r["agent"], "provider": r["provider"],
+                        "model": r["model"], "replies": r["replies"], "usage": total.as_dict(),
+                        "created_at": r["created_at"], "updated_at": r["updated_at"]})
+        return out
+
+    # -- messages ------------------------------------------------------------------------------------
+    def insert_message(self, chat_id: int, role: str, content: list[dict], *, sent: dict | None = None,
+                       usage: dict | None = None, citations: dict | None = None, status: str = "complete") -> int:
+        """Store one message and touch its chat's updated_at, in one transaction; returns its id."""
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO messages(chat_id, role, content, sent, usage, citations, status, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (chat_id, role, json.dumps(content, ensure_ascii=False),
+                 json.dumps(sent, ensure_ascii=False) if sent is not None else None,
+                 json.dumps(usage) if usage is not None else None,
+                 json.dumps(citations) if citations is not None else None, status, clock.now()))
+            conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (clock.now(), chat_id))
+            return cur.lastrowid
+
+    def rows(self, chat_id: int) -> list:
+        """The chat's messages as stored (id, role, content as JSON text), oldest first."""
+        return self.db.execute(
+            "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall()
+
+    def messages(self, chat_id: int) -> list[dict]:
+        """The chat's messages for display: each one's content and text, status, error, usage, citations
+        (the `[N]` → node id map of a reply) and, apart, its citation check."""
+        out = []
+        for row in self.db.execute(
+                "SELECT id, role, content, sent, usage, citations, status, created_at FROM messages"
+                " WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall():
+            content = json.loads(row["content"])
+            out.append({"id": row["id"], "role": row["role"], "content": content,
+                        "text": "".join(b.get("text", "") for b in content if b.get("type") == "text"),
+                        "status": row["status"],
+                        "error": (json.loads(row["sent"]) or {}).get("error") if row["role"] == "assistant" and row["sent"] else None,
+                        "usage": json.loads(row["usage"]) if row["usage"] else None,
+                        **_citations_and_check(row["citations"]),
+                        "created_at": row["created_at"]})
+        return out
+
+    def last_message_id(self, chat_id: int) -> int:
+        """The id of the chat's latest message, 0 if it has none."""
+        return self.db.execute("SELECT MAX(id) FROM messages WHERE chat_id = ?", (chat_id,)).fetchone()[0] or 0
+
+    def sent(self, message_id: int) -> dict:
+        """What was stored as sent with a message (`messages.sent`: a user message's suffix and passages)."""
+        row = self.db.execute("SELECT sent FROM messages WHERE id = ?", (message_id,)).fetchone()
+        return json.loads(row["sent"])
+
+    def set_citations(self, message_id: int, citations: dict) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE messages SET citations = ? WHERE id = ?", (json.dumps(citations), message_id))
+
+
+def _citations_and_check(raw: str | None) -> dict:
+    """A stored reply's citations (`[N]` map and cited nodes) and, apart, its citation check."""
+    stored = json.loads(raw) if raw else None
+    check = stored.pop("check", None) if isinstance(stored, dict) else None
+    return {"citations": stored, "citation_check": check}
