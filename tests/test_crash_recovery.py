@@ -575,24 +575,25 @@ def test_chat_left_without_its_snapshot_can_be_continued(tmp_path):
 def test_a_new_chat_is_created_atomically(tmp_path):
     """A snapshot that fails rolls the chat row back (one transaction, no half-made chat)."""
     from core.chat import conversation as core_chat
+    from core.chat.context import ContextEngine
     from core.config import Config
     from core.errors import InvalidInput
     from core.providers.offline import OfflineProvider
     from core.graph.store import Store
 
     with Store(tmp_path / "c.db") as store:
-        original = core_chat.ContextEngine.snapshot
+        original = ContextEngine.snapshot
 
         def failing(self, variables):
             assert store.db.conn.in_transaction  # rendered inside the transaction that creates the row
             raise InvalidInput("bad template")
 
-        core_chat.ContextEngine.snapshot = failing
+        ContextEngine.snapshot = failing
         try:
             with pytest.raises(InvalidInput):
                 core_chat.Chat(store, Config(), OfflineProvider())
         finally:
-            core_chat.ContextEngine.snapshot = original
+            ContextEngine.snapshot = original
         assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
         assert not store.db.conn.in_transaction
         chat = core_chat.Chat(store, Config(), OfflineProvider())
