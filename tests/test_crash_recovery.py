@@ -648,11 +648,20 @@ def _finish_app_indexer(app, limit: float, stats: Stats) -> dict:
 
 
 def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150, mcp_pause: float = 0.05,
-                  third: str = "index", app_limit: float = 120.0) -> Stats:
+                  third: str = "index", app_limit: float = 120.0, at_least: dict[str, int] | None = None,
+                  max_seconds: float = 300.0, slow_pause: float = 0.5) -> Stats:
     """`cairn mcp` (createNode), two `cairn add` loops and a third writer for `seconds`: third="index", a
     `cairn index` loop; third="app", the app's own indexer (CairnApp headless, APP_INDEXER), which must have
     indexed everything within `app_limit` s after the others stop. AppUnavailable (before any writer runs)
-    when the app cannot start."""
+    when the app cannot start.
+
+    at_least ({"cli_adds": 5, "mcp_creates": 20, "index_runs": 2}; index_runs only for the `cairn index`
+    loop): every writer keeps going past `seconds` until each has done that much, so the writes overlap
+    however slow the machine (a loaded 2-core CI box can spend 8 s in the first index run alone), up to
+    `max_seconds`; the caller checks the counts in `extra`. The last index run needed has started, and a
+    `cairn add` and an MCP create were acknowledged while it ran, before the others stop; it then finishes.
+    Past `seconds` the other writers pause `slow_pause` s between writes: `cairn index` indexes until nothing
+    is pending, so writers that outpace a starved indexer would keep its run from ever ending."""
     import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -665,15 +674,36 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
     db_path = workdir / "writers.db"
     seeded = _add_notes(db_path, random.Random(4), 0, seed_notes)
     app = _start_app_indexer(workdir, db_path, env, app_limit) if third == "app" else None
-    deadline = time.monotonic() + seconds
+    start = time.monotonic()
     added: list[str] = []
     created: list[str] = []
     index_runs = [0, 0]  # runs, nodes indexed
     lock = threading.Lock()
+    wanted = dict(at_least or {})
+    runs_wanted = wanted.pop("index_runs", 0) if app is None else 0  # the app's runs: known only at its exit
+    index_started = [0, 0, 0]  # index runs started; len(added), len(created) when the last one wanted started
+
+    def overtime() -> bool:
+        return time.monotonic() - start >= seconds
+
+    def done() -> bool:
+        """Time for the writers to stop: `seconds` have passed and each did its minimum, overlapping the
+        last index run wanted (or the `max_seconds` bound is reached; the caller's count check then fails)."""
+        elapsed = time.monotonic() - start
+        if elapsed >= max_seconds:
+            return True
+        if elapsed < seconds:
+            return False
+        with lock:
+            counts = {"cli_adds": len(added), "mcp_creates": len(created)}
+            if any(counts[name] < n for name, n in wanted.items()):
+                return False
+            return not runs_wanted or (index_started[0] >= runs_wanted and len(added) > index_started[1]
+                                       and len(created) > index_started[2])
 
     def add_loop(worker: int) -> None:
         i = 0
-        while time.monotonic() < deadline:
+        while not done():
             title = f"cli-{worker}-{i}"
             proc = subprocess.run([*cmd, "add", "--db", str(db_path), "--title", title, "-d", "soak",
                                    f"Added from the command line, {worker} {i}."],
@@ -685,9 +715,15 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
                 else:
                     added.append(title)
             i += 1
+            if overtime():
+                time.sleep(slow_pause)
 
     def index_loop() -> None:
-        while time.monotonic() < deadline:
+        while not done():
+            with lock:
+                index_started[0] += 1
+                if index_started[0] <= runs_wanted:
+                    index_started[1:] = [len(added), len(created)]
             proc = subprocess.run([*cmd, "index", "--db", str(db_path), "--json"], env=env, capture_output=True,
                                   text=True, timeout=300, stdin=subprocess.DEVNULL)
             with lock:
@@ -709,17 +745,18 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
                 async with ClientSession(read, write, read_timeout_seconds=120) as session:
                     await session.initialize()
                     i = 0
-                    while time.monotonic() < deadline:
+                    while not done():
                         title = f"mcp-{i}"
                         result = await session.call_tool("createNode", {"title": title,
                                                                         "source": f"Created over MCP, {i}."})
-                        stats.runs += 1
-                        if result.is_error:
-                            stats.error(f"createNode {title}: {result.content[0].text[:200]}")
-                        else:
-                            created.append(title)
+                        with lock:
+                            stats.runs += 1
+                            if result.is_error:
+                                stats.error(f"createNode {title}: {result.content[0].text[:200]}")
+                            else:
+                                created.append(title)
                         i += 1
-                        await anyio.sleep(mcp_pause)
+                        await anyio.sleep(max(mcp_pause, slow_pause) if overtime() else mcp_pause)
 
     threads = [threading.Thread(target=add_loop, args=(w,)) for w in range(2)]
     if app is None:
@@ -733,6 +770,7 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
         stats.error(f"MCP session: {type(exc).__name__}: {exc}")
     for t in threads:
         t.join(timeout=600)
+    writers_seconds = round(time.monotonic() - start, 1)  # how long the writers ran (for the failure message)
     log = errlog.read_text(errors="replace") if errlog.exists() else ""
     if "Traceback" in log or "locked" in log.lower():
         stats.error(f"MCP server stderr: {log[-300:]}")
@@ -767,7 +805,8 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
     if index_runs[1] != len(titles):  # each node indexed exactly once, by one of the runs
         stats.lost(f"indexed {index_runs[1]} times for {len(titles)} nodes")
     _doctor_cli(cmd, env, db_path, stats, expect_clean=True)
-    stats.extra.update(seconds=seconds, third_writer="app" if app is not None else "cairn index loop",
+    stats.extra.update(seconds=seconds, writers_seconds=writers_seconds,
+                       third_writer="app" if app is not None else "cairn index loop",
                        cli_adds=len(added), mcp_creates=len(created), index_runs=index_runs[0], nodes=len(titles))
     if app is not None:
         stats.extra.update(app_error_notifications=tally.get("error_notifications", 0),
@@ -776,7 +815,7 @@ def three_writers(workdir: Path, *, seconds: float = 8.0, seed_notes: int = 150,
 
 
 def test_three_writers_lose_nothing(tmp_path):
-    stats = three_writers(tmp_path, seconds=8.0)
+    stats = three_writers(tmp_path, seconds=8.0, at_least={"cli_adds": 5, "mcp_creates": 20, "index_runs": 2})
     assert stats.problems == [], stats.problems
     assert stats.extra["cli_adds"] >= 5 and stats.extra["mcp_creates"] >= 20 and stats.extra["index_runs"] >= 2, \
         stats.extra

@@ -549,5 +549,8 @@ async def test_no_match_while_notes_wait_for_indexing_says_so(store, db_path, in
         assert len(status(app)) <= app.query_one("#node-status").content_region.width
         indexer.run()
         app.query_one(NodeBrowser).reload()  # what the app does when indexing finishes
-        await wait_until(pilot, lambda: titles(app) == ["Banana bread"], timeout=20)
+        # The app's database watcher also sees the indexer's commit and reloads the list once more, at its
+        # own time: that reload keeps the rows on screen and shows "searching…" until its results are in.
+        # So wait for the list to show the latest request's results, not only for the rows.
+        await wait_until(pilot, lambda: settled(app, "baking") and titles(app) == ["Banana bread"], timeout=20)
         assert status(app).startswith("1 match")
