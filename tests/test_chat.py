@@ -25,7 +25,8 @@ from chat_support import (  # noqa: F401  (fixtures)
 )
 from core.chat import conversation as chat_module
 from core.agent import profiles
-from core.chat.conversation import Chat, list_chats
+from core.chat.conversation import Chat
+from core.chat.repository import ChatRepository
 from core.chat.focus import Focus
 from core.agent.tools import ToolContext, ToolError, ToolRunner
 from fakes import cut_after, http_error, invalid_tool_json, text, tool_call, unauthorized
@@ -206,7 +207,7 @@ def test_delegation_depth_is_at_most_5(store, searcher, anth):
     subs = rows(store, "SELECT agent, json_extract(metadata, '$.parent_chat_id') AS parent FROM chats ORDER BY id")
     assert [s["agent"] for s in subs] == ["orchestrator", "planner", "orchestrator", "planner", "orchestrator", "planner"]
     assert [s["parent"] for s in subs][1:] == [chat.id + i for i in range(5)]
-    assert [c["id"] for c in list_chats(store)] == [chat.id]  # sub-chats are not listed
+    assert [c["id"] for c in ChatRepository(store).list_chats()] == [chat.id]  # sub-chats are not listed
     # the delegate builds its own context: its own role, not the caller's instructions
     planner_body = anth.requests[1].body
     assert "## Your role: planner" in planner_body["system"][0]["text"]

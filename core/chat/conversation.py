@@ -459,8 +459,3 @@ class Chat:
             self._save_metadata()
         return log_id, usage
 
-
-
-def list_chats(store: Store, limit: int = 50) -> list[dict]:
-    """The latest top-level chats with their reply counts and tokens (core/chat/repository.py)."""
-    return ChatRepository(store).list_chats(limit)

@@ -6,10 +6,10 @@ from tui.cli.common import Out, Verbs, open_store, positive_int
 
 
 def cmd_chats(args, out: Out) -> int:
-    from core.chat.conversation import list_chats
+    from core.chat.repository import ChatRepository
 
     with open_store(args, readonly=True) as store:
-        chats = list_chats(store, args.limit)
+        chats = ChatRepository(store).list_chats(args.limit)
     if out.as_json:
         out.json(chats)
     elif not chats:

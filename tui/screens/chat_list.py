@@ -60,11 +60,11 @@ class ChatListScreen(ModalScreen[int | None]):
 
     @work(thread=True, exclusive=True, group="chat-list", exit_on_error=False)
     def _load(self) -> None:
-        from core.chat.conversation import list_chats
+        from core.chat.repository import ChatRepository
 
         try:
             with self.services.store() as store:
-                chats = list_chats(store, LIMIT)
+                chats = ChatRepository(store).list_chats(LIMIT)
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"Could not list chats: {exc}", severity="error", markup=False)
             chats = []
