@@ -21,6 +21,7 @@ from textual.widgets import Input, OptionList, Static, TextArea
 from core.chat.focus import Focus
 from core.search.fuzzy import rank_titles
 from tui.app import CairnApp
+from tui.flows import external_editor
 from tui.messages import OpenNode
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.edge_edit import EdgeEditModal
@@ -570,11 +571,11 @@ def fake_editor(tmp_path, monkeypatch) -> list[list[str]]:
     monkeypatch.setenv("EDITOR", f"'{script}'")
     ran: list[list[str]] = []
 
-    def run_editor(self, argv: list[str]) -> int:
+    def run_editor(app, argv: list[str]) -> int:
         ran.append(argv)
         return subprocess.run(argv).returncode
 
-    monkeypatch.setattr(FocusPanel, "_run_editor", run_editor)
+    monkeypatch.setattr(external_editor, "run_editor", run_editor)
     return ran
 
 
@@ -630,13 +631,13 @@ async def test_E_saves_the_text_edited_in_EDITOR(db_path, store, nodes, focuses,
 
 async def test_E_never_overwrites_a_change_made_meanwhile(db_path, store, nodes, focuses, fake_editor, monkeypatch):
     alpha, _, _ = nodes
-    run_editor = FocusPanel._run_editor
+    run_editor = external_editor.run_editor
 
-    def edited_elsewhere_meanwhile(self, argv):
+    def edited_elsewhere_meanwhile(app, argv):
         store.update_node(alpha, source="Changed by another process.")
-        return run_editor(self, argv)
+        return run_editor(app, argv)
 
-    monkeypatch.setattr(FocusPanel, "_run_editor", edited_elsewhere_meanwhile)
+    monkeypatch.setattr(external_editor, "run_editor", edited_elsewhere_meanwhile)
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await open_nodes(app, pilot, alpha)
@@ -649,11 +650,11 @@ async def test_E_never_overwrites_a_change_made_meanwhile(db_path, store, nodes,
 
         kept.unlink()
 
-        def deleted_meanwhile(self, argv):
+        def deleted_meanwhile(app, argv):
             store.delete_node(alpha)
-            return run_editor(self, argv)
+            return run_editor(app, argv)
 
-        monkeypatch.setattr(FocusPanel, "_run_editor", deleted_meanwhile)
+        monkeypatch.setattr(external_editor, "run_editor", deleted_meanwhile)
         await pilot.press("E")
         await settle(app, pilot)
         said = [n for n in notices(app) if "was deleted while you were editing" in n]
@@ -683,6 +684,22 @@ async def test_E_keeps_text_that_is_not_utf8_or_that_a_failed_editor_left(db_pat
         assert "exited with status 3" in notices(app)[-1]
         assert kept_file(app).read_text(encoding="utf-8") == "The second note.\n"
         assert store.get_node(beta)["source"] == "The second note."
+
+
+async def test_one_EDITOR_round_at_a_time(db_path, store, nodes, focuses, fake_editor):
+    _, beta, _ = nodes
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await open_nodes(app, pilot, beta)
+        external_editor.start(app, beta)
+        external_editor.start(app, beta)  # before the first round has even written its file
+        await settle(app, pilot)
+        assert len(fake_editor) == 1  # one editor ran, and the second start said why it did not
+        assert notices(app) == ["An $EDITOR edit is still being saved; try again in a moment.",
+                                "Saved the text of “Beta” (queued for indexing)."]
+        await pilot.press("E")  # the round is over: E starts the next
+        await settle(app, pilot)
+        assert len(fake_editor) == 2
 
 
 async def test_E_says_so_when_the_terminal_cannot_suspend(db_path, store, nodes, focuses, monkeypatch):

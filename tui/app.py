@@ -19,7 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Header
 
 from core.chat.focus import Focus
-from tui.messages import FocusChanged, NodesChanged, OpenNode, ReviewLinks
+from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
 from tui.widgets.footer import Footer
@@ -251,6 +251,13 @@ class CairnApp(App):
         from tui.flows.link_review import open_review
 
         open_review(self, message.node_id, message.title, message.mode)
+
+    @on(EditInEditor)
+    def _edit_in_editor(self, message: EditInEditor) -> None:
+        """E in the Focus panel: the node's source in $VISUAL / $EDITOR."""
+        from tui.flows import external_editor
+
+        external_editor.start(self, message.node_id)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action == "link_suggestions":  # a bare key: not while typing, not over a dialog

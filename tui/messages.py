@@ -32,6 +32,13 @@ class NodesChanged(Message):
 
 
 @dataclass
+class EditInEditor(Message):
+    """Edit a node's source in $VISUAL / $EDITOR (E in the Focus panel)."""
+
+    node_id: int
+
+
+@dataclass
 class ReviewLinks(Message):
     """Review the links proposed for a node: "integrate" (related nodes) or "mention" (nodes its text names)."""
 

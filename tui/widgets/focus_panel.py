@@ -9,33 +9,24 @@ Tabs of open nodes (one NodeView each); the active tab is the primary focused no
 read, the keyboard sits on the tab strip (up/down/page keys scroll the tab, left/right switch, tab
 enters it), so switching tabs moves no focus; a tab being edited takes it into its editor.
 
-E hands the node's source to $VISUAL / $EDITOR (else vi) in a temporary .md file while the app is
-suspended; the file is read and written in workers, the editor runs on the UI thread (App.suspend
-must). The temporary file lives in Cairn's data folder and is kept, and named, whenever its text
-could not be saved (not UTF-8, the editor failed, the node changed or vanished meanwhile).
+E asks the app (EditInEditor) for an $EDITOR round on the active node: tui/flows/external_editor.py.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import on, work
-from textual.app import ComposeResult, SuspendNotSupported
+from textual import on
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
-from core.errors import NotFound
 from core.chat.focus import Focus
 from core.safe_text import printable
-from tui.messages import FocusChanged, NodesChanged, ReviewLinks
+from tui.messages import EditInEditor, FocusChanged, NodesChanged, ReviewLinks
 from tui.services import Services
 from tui.widgets.text_field import is_text_field
 
@@ -47,31 +38,6 @@ EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
 TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
                "integrate"}
 NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate"}
-
-
-def editor_argv(path: Path) -> list[str]:
-    """The command that edits `path`: $VISUAL, else $EDITOR, else vi; split like a shell ("code -w")."""
-    editor = os.environ.get("VISUAL", "").strip() or os.environ.get("EDITOR", "").strip() or "vi"
-    return [*shlex.split(editor), str(path)]
-
-
-# -- messages from the $EDITOR workers (private to the panel) -------------------------------------------
-@dataclass
-class _EditorFileReady(Message, bubble=False):
-    node_id: int
-    title: str
-    path: Path
-    original: str  # the source written to the file
-    updated_at: str  # the node's updated_at when the edit began
-
-
-@dataclass
-class _EditorDone(Message, bubble=False):
-    """How an $EDITOR round ended: a notice to show, and the node to refresh if it was saved."""
-
-    text: str
-    severity: str = "information"
-    refresh: int | None = None  # the node to refresh (saved, or changed elsewhere meanwhile)
 
 
 def tab_label(title: str) -> Content:
@@ -124,7 +90,6 @@ class FocusPanel(Vertical):
         self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
-        self._external_edit = False  # an $EDITOR round is under way
         self._title = ""  # the border title last set
 
     def compose(self) -> ComposeResult:
@@ -440,126 +405,10 @@ class FocusPanel(Vertical):
         if view is not None:
             await view.start_edit()
 
-    # -- $EDITOR -------------------------------------------------------------------------------------
     def action_edit_in_editor(self) -> None:
         view = self.active_view
-        if view is None or view.node is None:
-            return
-        if self._external_edit:
-            self.app.notify("An $EDITOR edit is still being saved; try again in a moment.", severity="warning")
-            return
-        self._external_edit = True
-        self._write_editor_file(view.node_id)
-
-    @work(thread=True, group="external-edit", exit_on_error=False)
-    def _write_editor_file(self, node_id: int) -> None:
-        """Read the node as it is now and write its source to a fresh temporary .md file."""
-        import tempfile
-
-        from core.paths import data_dir
-
-        try:
-            with self.services.store() as store:
-                node = store.get_node(node_id)
-            folder = data_dir() / "tmp"
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=f"cairn-node-{node_id}-", suffix=".md", dir=folder)
-            source = node.get("source") or ""
-            with os.fdopen(fd, "wb") as fh:
-                # A text file ends with a newline: without one, a line a tool appends (`echo >>`, a
-                # script as $EDITOR) was glued to the note's last line. Reading back drops it again.
-                fh.write((source if not source or source.endswith("\n") else source + "\n").encode("utf-8"))
-        except Exception as exc:
-            self.post_message(_EditorDone(f"Could not prepare node {node_id} for $EDITOR: {exc}", "error"))
-            return
-        self.post_message(_EditorFileReady(node_id, node["title"], Path(name), source, node["updated_at"]))
-
-    def _run_editor(self, argv: list[str]) -> int:
-        """Hand the terminal to the editor until it exits (the app is suspended); its exit status.
-        Raises SuspendNotSupported where the app cannot suspend (headless, Textual Web)."""
-        import subprocess
-
-        with self.app.suspend():
-            return subprocess.run(argv).returncode
-
-    @on(_EditorFileReady)
-    def _editor_file_ready(self, message: _EditorFileReady) -> None:
-        path = message.path
-        try:
-            argv = editor_argv(path)
-        except ValueError as exc:  # unbalanced quotes in $EDITOR
-            path.unlink(missing_ok=True)
-            self._editor_done(_EditorDone(f"Cannot read $VISUAL / $EDITOR ({exc}); fix it, or press e to edit "
-                                          "here.", "error"))
-            return
-        try:
-            status = self._run_editor(argv)
-        except SuspendNotSupported:
-            path.unlink(missing_ok=True)
-            self._editor_done(_EditorDone("This terminal cannot hand the screen to an external editor (the app "
-                                          "cannot suspend here). Press e to edit in Cairn instead.", "error"))
-            return
-        except Exception as exc:  # the editor is not installed, not executable, ...
-            path.unlink(missing_ok=True)
-            self._editor_done(_EditorDone(f"Could not run the editor {argv[0]!r}: {exc}. Set $VISUAL or $EDITOR, "
-                                          "or press e to edit in Cairn.", "error"))
-            return
-        if status != 0:
-            self._editor_done(_EditorDone(f"The editor exited with status {status}; nothing was saved. Your text "
-                                          f"is kept in {path}", "warning"))
-            return
-        self._save_editor_file(message)
-
-    @work(thread=True, group="external-edit", exit_on_error=False)
-    def _save_editor_file(self, edit: _EditorFileReady) -> None:
-        """Read the edited file back and save it, unless the node changed in the database meanwhile."""
-        path, title = edit.path, printable(edit.title)
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            self.post_message(_EditorDone(f"Could not read the edited file {path}: {exc}", "error"))
-            return
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self.post_message(_EditorDone(
-                f"The edited file is not valid UTF-8 (byte {exc.start}); nothing was saved. Your text is kept "
-                f"in {path}", "error"))
-            return
-        if not edit.original.endswith("\n"):
-            # most editors end the file with a newline; that alone is no change
-            text = text.removesuffix("\r\n") if text.endswith("\r\n") else text.removesuffix("\n")
-        if text == edit.original:
-            path.unlink(missing_ok=True)
-            self.post_message(_EditorDone(f"“{title}” is unchanged."))
-            return
-        try:
-            with self.services.store() as store:
-                current = store.get_node(edit.node_id)
-                if current["updated_at"] != edit.updated_at or (current.get("source") or "") != edit.original:
-                    self.post_message(_EditorDone(
-                        f"“{title}” changed in Cairn while you were editing, so your text was not saved over "
-                        f"it. Your text is kept in {path}", "warning", refresh=edit.node_id))
-                    return
-                node = store.update_node(edit.node_id, source=text)
-        except NotFound:
-            self.post_message(_EditorDone(f"“{title}” was deleted while you were editing; nothing was saved. Your "
-                                          f"text is kept in {path}", "warning", refresh=edit.node_id))
-            return
-        except Exception as exc:
-            self.post_message(_EditorDone(f"Could not save “{title}”: {exc}. Your text is kept in {path}", "error"))
-            return
-        path.unlink(missing_ok=True)
-        queued = " (queued for indexing)" if node.get("chunk_status") == "pending" else ""
-        self.post_message(_EditorDone(f"Saved the text of “{title}”{queued}.", refresh=edit.node_id))
-
-    @on(_EditorDone)
-    def _editor_done(self, message: _EditorDone) -> None:
-        self._external_edit = False
-        self.app.notify(printable(message.text), markup=False, severity=message.severity,
-                        timeout=3 if message.severity == "information" else 12)
-        if message.refresh is not None:
-            self.app.post_message(NodesChanged((message.refresh,)))
+        if view is not None and view.node is not None:
+            self.app.post_message(EditInEditor(view.node_id))
 
     def action_new_edge(self) -> None:
         view = self.active_view
