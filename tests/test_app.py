@@ -367,3 +367,18 @@ async def test_an_open_node_handled_while_the_app_closes_is_no_error(store, db_p
         await app.query_one(FocusPanel).remove()  # as when the app closes with the message queued
         app._open_node(OpenNode(node))
         await pilot.pause()
+
+
+async def test_nodes_changed_handled_while_the_app_closes_is_no_error(store, db_path):
+    """A NodesChanged (the database watcher, an indexer finishing) that arrives after the Focus panel
+    went reloads what is left instead of raising NoMatches."""
+    from tui.messages import NodesChanged
+    from tui.widgets.focus_panel import FocusPanel
+
+    node = store.add_node("Late", "")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.right_panes()
+        await app.query_one(FocusPanel).remove()  # as when the app closes with the message queued
+        app._nodes_changed(NodesChanged((node,)))
+        await pilot.pause()

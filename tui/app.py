@@ -306,9 +306,16 @@ class CairnApp(App):
     def _nodes_changed(self, message: NodesChanged) -> None:
         if not self.is_running or not self.query(NodeBrowser):
             return  # closing
-        self.query_one(NodeBrowser).reload()
-        self.query_one(FocusPanel).reload(message.node_ids)
+        self._reload_views(message.node_ids)
         self.index_pending()
+
+    def _reload_views(self, node_ids: tuple[int, ...] = ()) -> None:
+        """Reload the node list and the Focus tabs; query, not query_one: either may already be gone
+        while the app closes (a late NodesChanged, a worker finishing)."""
+        for browser in self.query(NodeBrowser):
+            browser.reload()
+        for panel in self.query(FocusPanel):
+            panel.reload(node_ids)
 
     # -- background work -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
@@ -325,8 +332,7 @@ class CairnApp(App):
             self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
             report = indexer.run()
         if report.indexed:
-            self.call_from_thread(self.query_one(NodeBrowser).reload)
-            self.call_from_thread(self.query_one(FocusPanel).reload, ())
+            self.call_from_thread(self._reload_views)
             self.call_from_thread(self.notify, f"Indexed {report.indexed} note{'s' if report.indexed != 1 else ''} "
                                   f"in {report.seconds:.1f} s.", timeout=3)
         if report.errors:
