@@ -734,3 +734,100 @@ def test_servers_stop_cleanly_with_slow_reply_pending():
     t = time.monotonic()
     srv.stop()
     assert time.monotonic() - t < 2
+
+
+# == tool-call pairing: the fakes refuse what the real APIs refuse ==========================================
+A_TOOL = {"name": "queryNodes", "description": "Find nodes.", "input_schema": {"type": "object", "properties": {}}}
+
+
+def a_tool_history(*after_call: dict, call_id: str = "toolu_1") -> list[dict]:
+    return [{"role": "user", "content": [{"type": "text", "text": "find my notes"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "queryNodes", "input": {}}]},
+            *after_call]
+
+
+def a_result(call_id: str = "toolu_1") -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "[]"}]}
+
+
+def refused_by_anthropic(aclient, **kw) -> str:
+    with pytest.raises(anthropic.BadRequestError) as info:
+        aclient.messages.create(model=SONNET, max_tokens=64, **kw)
+    assert info.value.status_code == 400
+    return info.value.body["error"]["message"]
+
+
+def test_anthropic_refuses_a_tool_use_not_answered_in_the_next_message(anth, aclient):
+    later = {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
+    message = refused_by_anthropic(aclient, tools=[A_TOOL], messages=a_tool_history(later))
+    assert message == ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                       "toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+    # answered for one id of two: still refused, naming the other
+    two = a_tool_history(a_result("toolu_1"))
+    two[1]["content"].append({"type": "tool_use", "id": "toolu_2", "name": "queryNodes", "input": {}})
+    assert "found without `tool_result` blocks immediately after: toolu_2." in refused_by_anthropic(
+        aclient, tools=[A_TOOL], messages=two)
+    # the call ends the request: nothing answers it either
+    assert "toolu_1" in refused_by_anthropic(aclient, tools=[A_TOOL], messages=a_tool_history())
+    # answered: accepted
+    ok = aclient.messages.create(model=SONNET, max_tokens=64, tools=[A_TOOL], messages=a_tool_history(a_result()))
+    assert ok.content[0].text == "ok"
+
+
+def test_anthropic_refuses_a_tool_result_that_answers_no_tool_use_of_the_message_before(anth, aclient):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"},
+                                             {"type": "text", "text": "go on"}]}]
+    assert refused_by_anthropic(aclient, tools=[A_TOOL], messages=messages) == (
+        "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. Each `tool_result` "
+        "block must have a corresponding `tool_use` block in the previous message.")
+    # an answer to a call two messages back is no answer either
+    late = a_tool_history(a_result(), {"role": "assistant", "content": [{"type": "text", "text": "none"}]}, a_result())
+    assert "messages.4.content.0: unexpected `tool_use_id`" in refused_by_anthropic(aclient, tools=[A_TOOL],
+                                                                                     messages=late)
+
+
+def test_anthropic_refuses_tool_blocks_without_tools(anth, aclient):
+    assert refused_by_anthropic(aclient, messages=a_tool_history(a_result())) == (
+        "Requests which include `tool_use` or `tool_result` blocks must define tools.")
+    assert anth.requests[-1].status == 400 and not anth.requests[-1].reply  # no scripted reply was spent
+
+
+def refused_by_openai(oclient, messages) -> tuple[str, str | None]:
+    with pytest.raises(openai.BadRequestError) as info:
+        oclient.chat.completions.create(model=GPT, messages=messages, tools=[{"type": "function", "function": {
+            "name": "queryNodes", "parameters": {"type": "object", "properties": {}}}}])
+    assert info.value.status_code == 400
+    return info.value.body["message"], info.value.body["param"]
+
+
+def o_call(*ids: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "queryNodes", "arguments": "{}"}} for i in ids]}
+
+
+def test_openai_refuses_tool_calls_not_followed_by_a_tool_message_per_id(oai, oclient):
+    user = {"role": "user", "content": "find my notes"}
+    message, param = refused_by_openai(oclient, [user, o_call("call_1"), {"role": "user", "content": "and now?"}])
+    assert message == ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                       "'tool_call_id'. The following tool_call_ids did not have response messages: call_1")
+    assert param == "messages.[1].role"
+    answered_one = [user, o_call("call_1", "call_2"), {"role": "tool", "tool_call_id": "call_1", "content": "[]"}]
+    assert refused_by_openai(oclient, answered_one)[0].endswith("did not have response messages: call_2")
+    ok = oclient.chat.completions.create(model=GPT, messages=[
+        user, o_call("call_1", "call_2"), {"role": "tool", "tool_call_id": "call_1", "content": "[]"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "[]"}])
+    assert ok.choices[0].message.content == "ok"
+
+
+def test_openai_refuses_a_tool_message_that_answers_no_tool_call(oai, oclient):
+    message, param = refused_by_openai(oclient, [{"role": "user", "content": "hi"},
+                                                 {"role": "tool", "tool_call_id": "call_9", "content": "x"}])
+    assert message == ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                       "with 'tool_calls'.")
+    assert param == "messages.[1].role"
+
+
+# ------------------------------------------------------------------------------------------------
+# The fakes refuse what the real APIs refuse (400 through the real SDK), with the product's model table

@@ -310,6 +310,9 @@ class FakeAnthropic(FakeServerBase):
             bps = breakpoints_of(body, blocks)
         except CacheRequestError as e:
             return self._error(ex, 400, str(e))
+        unpaired = tool_pairing_error(body)  # tool_use / tool_result pairing (see tool_pairing_error)
+        if unpaired is not None:
+            return self._error(ex, 400, unpaired)
         if path == "/v1/messages/count_tokens":
             return ex.send_json(200, {"input_tokens": sum(b.tokens for b in blocks)})
 
@@ -425,11 +428,58 @@ class FakeAnthropic(FakeServerBase):
         ex.end_stream()
 
 
+def tool_pairing_error(body: dict) -> str | None:
+    """The 400 the real Messages API gives a request whose tool blocks are not paired, or None.
+
+    - ``tool_use`` / ``tool_result`` blocks need ``tools`` in the request: "Requests which include
+      `tool_use` or `tool_result` blocks must define tools." (the API's invalid_request_error);
+    - every ``tool_use`` of an assistant message is answered by a ``tool_result`` with its id in the
+      very next message, a user one: "messages.N: `tool_use` ids were found without `tool_result`
+      blocks immediately after: toolu_…. Each `tool_use` block must have a corresponding
+      `tool_result` block in the next message." (anthropics/claude-code issues 5060, 3512);
+    - every ``tool_result`` answers a ``tool_use`` of the message just before: "messages.N.content.M:
+      unexpected `tool_use_id` found in `tool_result` blocks: toolu_…. Each `tool_result` block must
+      have a corresponding `tool_use` block in the previous message." (anthropics/claude-code 13460).
+    """
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+
+    def blocks(m: dict, kind: str) -> list[tuple[int, dict]]:
+        content = m.get("content")
+        return [(j, b) for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") == kind] \
+            if isinstance(content, list) else []
+
+    if not body.get("tools") and any(blocks(m, "tool_use") or blocks(m, "tool_result") for m in messages):
+        return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+    for i, m in enumerate(messages):
+        if m.get("role") == "user" and i > 0:
+            before = messages[i - 1]
+            asked = {b.get("id") for _, b in blocks(before, "tool_use")} if before.get("role") == "assistant" else set()
+        else:
+            asked = set()
+        for j, b in blocks(m, "tool_result"):
+            if b.get("tool_use_id") not in asked:
+                return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                        "block in the previous message.")
+        calls = [b.get("id") for _, b in blocks(m, "tool_use")] if m.get("role") == "assistant" else []
+        if calls:
+            after = messages[i + 1] if i + 1 < len(messages) else None
+            answered = ({b.get("tool_use_id") for _, b in blocks(after, "tool_result")}
+                        if after is not None and after.get("role") == "user" else set())
+            missing = [c for c in calls if c not in answered]
+            if missing:
+                return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                        f"{', '.join(str(c) for c in missing)}. Each `tool_use` block must have a corresponding "
+                        "`tool_result` block in the next message.")
+    return None
+
+
 __all__ = [
     "FakeAnthropic",
     "AnthropicCache",
     "CacheResult",
     "min_cacheable_tokens",
+    "tool_pairing_error",
     "DEFAULT_MIN_CACHE_TOKENS",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",

@@ -177,6 +177,9 @@ class FakeOpenAI(FakeServerBase):
                                    param=f)
         if self.models is not None and body["model"] not in self.models:
             return self._error(ex, 404)
+        unpaired = tool_message_error(body)  # tool_calls / tool pairing (see tool_message_error)
+        if unpaired is not None and not getattr(self, "compatible", False):
+            return self._error(ex, 400, unpaired[0], param=unpaired[1])
 
         reply = self._next_reply()
         ex.rec.reply = reply
@@ -298,4 +301,42 @@ class FakeOpenAI(FakeServerBase):
         ex.end_stream()
 
 
-__all__ = ["FakeOpenAI", "OpenAICache", "MIN_CACHED_TOKENS", "CACHE_STEP"]
+def tool_message_error(body: dict) -> tuple[str, str] | None:
+    """(message, param) of the 400 OpenAI gives a request whose tool messages are not paired, or None.
+
+    - an assistant message with ``tool_calls`` is followed by a ``tool`` message for each id: "An
+      assistant message with 'tool_calls' must be followed by tool messages responding to each
+      'tool_call_id'. The following tool_call_ids did not have response messages: call_…"
+      (microsoft/promptflow PR 3130 quotes it);
+    - a ``tool`` message answers a ``tool_calls`` before it: "Invalid parameter: messages with role
+      'tool' must be a response to a preceeding message with 'tool_calls'." (param
+      ``messages.[N].role``; miurla/morphic issue 136, smarter-sh/smarter issue 264).
+    """
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool":
+            k = i - 1
+            while k >= 0 and messages[k].get("role") == "tool":
+                k -= 1
+            asked = {c.get("id") for c in (messages[k].get("tool_calls") or []) if isinstance(c, dict)} \
+                if k >= 0 and messages[k].get("role") == "assistant" else set()
+            if m.get("tool_call_id") not in asked:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.", f"messages.[{i}].role")
+        calls = [c.get("id") for c in (m.get("tool_calls") or []) if isinstance(c, dict)] \
+            if m.get("role") == "assistant" else []
+        if calls:
+            answered = set()
+            for after in messages[i + 1:]:
+                if after.get("role") != "tool":
+                    break
+                answered.add(after.get("tool_call_id"))
+            missing = [c for c in calls if c not in answered]
+            if missing:
+                return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                        f"'tool_call_id'. The following tool_call_ids did not have response messages: "
+                        f"{', '.join(str(c) for c in missing)}", f"messages.[{i}].role")
+    return None
+
+
+__all__ = ["FakeOpenAI", "tool_message_error", "OpenAICache", "MIN_CACHED_TOKENS", "CACHE_STEP"]
