@@ -417,7 +417,7 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         assert names[:2] == ["tools", "system"] and "focus" in names and "datetime" in names
         assert "set (from $ANTHROPIC_API_KEY)" in plain(viewer.query_one("#viewer-key"))
         summary = plain(viewer.query_one("#viewer-summary"))
-        assert "caches prefixes from 1,024 tokens" in summary
+        assert "caches prefixes from 2,048 tokens" in summary  # claude-sonnet-4-6, the model table
 
         focus_text = lambda: plain(viewer.query_one("#block-focus .block-text"))
         app.post_message(FocusChanged(Focus(open=(notes["sourdough"],), primary=notes["sourdough"])))

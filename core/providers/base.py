@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from core.errors import CairnError
+from core.providers import models
 from core.providers.request import ContextRequest
 
 
@@ -79,6 +80,11 @@ class Provider:
 
     def __init__(self, model: str = ""):
         self.model = model
+
+    @property
+    def facts(self):
+        """The model table's row for this model (core/providers/models.py)."""
+        return models.facts(self.model, self.name)
 
     def body(self, turn: Turn) -> dict:
         """The exact request body this provider would send (for `cairn context` and the viewer)."""

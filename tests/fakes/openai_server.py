@@ -13,10 +13,24 @@ The request is flattened into canonical blocks (``tokens.openai_blocks``: tools,
 when under 1,024. Every request is remembered; an entry lives ``ttl_seconds`` (300) after its
 last use, or 24 hours when the request had ``prompt_cache_retention: "24h"``.
 ``prompt_tokens`` is the whole prompt; cached tokens are a subset of it (unlike Anthropic's fields).
+
+Two servers in one (``compatible``)
+-----------------------------------
+``FakeOpenAI()`` plays OpenAI itself and refuses (400) what it refuses, with the model facts of the
+product's table (``core/providers/models.py``; an unknown model gets its strictest figures):
+``max_tokens`` on a reasoning model (gpt-5, o-series), a reply limit above the model's maximum
+output, ``prompt_cache_retention`` on a model that does not take it, and a prompt (plus the reply
+limit) longer than the model's window. ``FakeOpenAI(compatible=True)`` plays Ollama / llama.cpp /
+LM Studio: it reads ``max_tokens`` and ignores ``max_completion_tokens`` and
+``prompt_cache_retention``, as Ollama's OpenAI compatibility does (its "Supported request fields"
+list ``max_tokens`` and neither of the others: docs.ollama.com/api/openai-compatibility; unknown
+fields are dropped by its JSON decoding). ``rec.cache["output_limit"]`` is the limit the fake
+honoured (None: none), so a test can tell which field counted.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -33,9 +47,11 @@ from ._base import (
     ToolCall,
     run_stream,
 )
+from core.providers import models as model_table
+
 from .tokens import Block, common_prefix_tokens, count_text, openai_blocks
 
-MIN_CACHED_TOKENS = 1024
+MIN_CACHED_TOKENS = model_table.OPENAI_MIN_CACHEABLE
 CACHE_STEP = 128
 DEFAULT_TTL_SECONDS = 300.0
 RETENTION_SECONDS = {"in_memory": DEFAULT_TTL_SECONDS, "24h": 86400.0}
@@ -52,6 +68,53 @@ ERRORS: dict[int, tuple[str, str | None, str]] = {
     500: ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
     503: ("server_error", None, "The engine is currently overloaded, please try again later"),
 }
+
+# OpenAI's reasoning models take only max_completion_tokens (the Chat Completions reference:
+# max_tokens "is not compatible with o-series models"; the API answers "Unsupported parameter:
+# 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.").
+REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+RETENTIONS = ("in_memory", "24h")
+
+
+def request_error(body: dict, blocks: list[Block]) -> tuple[str, str | None, str | None] | None:
+    """(message, param, code) of what OpenAI itself refuses in ``body``, or None."""
+    model = str(body.get("model", ""))
+    facts = model_table.facts(model, "openai")
+    if "max_tokens" in body and REASONING_MODEL.match(model):
+        return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+    param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    limit = body.get(param)
+    if isinstance(limit, int) and limit > facts.max_output:
+        # "max_tokens is too large: 100000. This model supports at most 16384 completion tokens,
+        # whereas you provided 100000."
+        return (f"{param} is too large: {limit}. This model supports at most {facts.max_output} completion "
+                f"tokens, whereas you provided {limit}.", param, "invalid_value")
+    retention = body.get("prompt_cache_retention")
+    if retention is not None:
+        if retention not in RETENTIONS:
+            return (f"Invalid value: '{retention}'. Supported values are: 'in_memory' and '24h'.",
+                    "prompt_cache_retention", "invalid_value")
+        if retention == "24h" and not facts.cache_retention_24h:
+            # Extended retention is "available for" a listed set of models only (the prompt-caching
+            # guide); the exact wording of this refusal is the fake's.
+            return (f"prompt_cache_retention '24h' is not supported with the model {model}.",
+                    "prompt_cache_retention", "unsupported_value")
+    prompt = sum(b.tokens for b in blocks)
+    asked = limit if isinstance(limit, int) else 0
+    if prompt > facts.input_limit or prompt + asked > facts.context_window:
+        # "This model's maximum context length is 128000 tokens. However, you requested 130000 tokens
+        # (125000 in the messages, 5000 in the completion). Please reduce the length of the messages
+        # or completion." (code context_length_exceeded)
+        window = facts.input_limit if prompt > facts.input_limit else facts.context_window
+        if asked:
+            return (f"This model's maximum context length is {window} tokens. However, you requested "
+                    f"{prompt + asked} tokens ({prompt} in the messages, {asked} in the completion). "
+                    "Please reduce the length of the messages or completion.", "messages", "context_length_exceeded")
+        return (f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+                f"{prompt} tokens. Please reduce the length of the messages.", "messages", "context_length_exceeded")
+    return None
+
 
 FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop",
                   "refusal": "content_filter"}
@@ -108,6 +171,7 @@ class FakeOpenAI(FakeServerBase):
         models: if set, other models get 404 model_not_found.
         ttl_seconds: life of a cached prefix without ``prompt_cache_retention: "24h"`` (300).
         min_cached_tokens / cache_step: 1,024 and 128.
+        compatible: play an OpenAI-compatible server (Ollama, llama.cpp, LM Studio), not OpenAI.
         default_reply: reply when the script is empty (``[text("ok")]``).
     """
 
@@ -123,9 +187,11 @@ class FakeOpenAI(FakeServerBase):
         min_cached_tokens: int = MIN_CACHED_TOKENS,
         cache_step: int = CACHE_STEP,
         default_reply: list | None = None,
+        compatible: bool = False,
     ) -> None:
         super().__init__(clock=clock, api_key=api_key, default_reply=default_reply)
         self.models = set(models) if models is not None else None
+        self.compatible = compatible
         self.cache = OpenAICache(lambda: self.clock(), ttl_seconds, min_cached_tokens, cache_step)
 
     def _reset_cache(self) -> None:
@@ -180,6 +246,17 @@ class FakeOpenAI(FakeServerBase):
         unpaired = tool_message_error(body)  # tool_calls / tool pairing (see tool_message_error)
         if unpaired is not None and not getattr(self, "compatible", False):
             return self._error(ex, 400, unpaired[0], param=unpaired[1])
+        blocks = openai_blocks(body)
+        if not self.compatible:
+            refused = request_error(body, blocks)
+            if refused is not None:
+                message, param, code = refused
+                return self._error(ex, 400, message, code=code, param=param)
+            output_limit = body.get("max_completion_tokens", body.get("max_tokens"))
+            retention = body.get("prompt_cache_retention")
+        else:  # Ollama & co. read max_tokens; max_completion_tokens and the retention are dropped
+            output_limit = body.get("max_tokens")
+            retention = None
 
         reply = self._next_reply()
         ex.rec.reply = reply
@@ -187,10 +264,9 @@ class FakeOpenAI(FakeServerBase):
         ex.sleep(plan.delay_headers)
         if plan.error is not None:
             return self._scripted_error(ex, plan.error)
-        blocks = openai_blocks(body)
         with self._lock:
-            cache = self.cache.process(body["model"], body.get("prompt_cache_key"), blocks,
-                                       body.get("prompt_cache_retention"))
+            cache = self.cache.process(body["model"], body.get("prompt_cache_key"), blocks, retention)
+        cache["output_limit"] = output_limit
         ex.rec.cache = cache
         usage = self._usage(cache, plan)
         ex.rec.usage = usage

@@ -25,6 +25,15 @@ def _focus(args):
     return Focus(tuple(ids), args.primary if args.primary is not None else (ids[0] if ids else None))
 
 
+def cache_line(model: str, facts, prefix_est: int) -> str:
+    """The cached prefix against the model's minimum (core/providers/models.py)."""
+    if not facts.min_cacheable:
+        return f"cached prefix ~{prefix_est} tokens; {model} on a local server reuses any common prefix"
+    below = prefix_est < facts.min_cacheable
+    return (f"cached prefix ~{prefix_est} tokens; {model} caches prefixes from {facts.min_cacheable} tokens"
+            + (" — this one is too short to be cached" if below else ""))
+
+
 def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
     from core.chat.preview import next_request
@@ -46,14 +55,15 @@ def cmd_context(args, out: Out) -> int:
             last_usage = replies[-1]["usage"] if replies else None
         body = provider.body(Turn(request, [], preview.chat_key))
         blocks = [b.summary() for b in request.blocks()]
-    from core.providers.anthropic_provider import min_cacheable
-
+    facts = provider.facts
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
               "retrieval_note": retrieval_note,
               "cache": {"prefix_tokens_est": prefix_est,
-                        "min_cacheable_tokens": min_cacheable(provider.model) if provider.name == "anthropic" else 1024,
+                        "min_cacheable_tokens": facts.min_cacheable,
+                        "model_known": facts.known, "assumed": facts.assumed,
+                        "context_window": facts.context_window,
                         "last_reported_usage": last_usage},
               "body": body}
     if out.as_json:
@@ -64,10 +74,10 @@ def cmd_context(args, out: Out) -> int:
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
         cache = result["cache"]
-        below = prefix_est < cache["min_cacheable_tokens"]
-        out.text(f"cached prefix ~{prefix_est} tokens; {provider.model} caches prefixes from "
-                 f"{cache['min_cacheable_tokens']} tokens" + (" — this one is too short to be cached" if below else ""),
-                 style="yellow" if below else "dim")
+        if provider.name != "offline":
+            out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")
+            if facts.assumed:
+                out.text(facts.assumed, style="yellow")
         if last_usage:
             out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
                      f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")

@@ -50,12 +50,12 @@ BLOCK_HELP = {
 }
 
 
-def cache_minimum(provider_name: str, model: str) -> int:
-    if provider_name == "anthropic":
-        from core.providers.anthropic_provider import min_cacheable
+def model_facts(provider_name: str, model: str, base_url: str | None = None):
+    """The model table's row (core/providers/models.py): a model on a loopback server is local."""
+    from core.providers.base import is_loopback
+    from core.providers.models import facts
 
-        return min_cacheable(model)
-    return 1024  # OpenAI's implicit prefix caching starts at 1,024 tokens
+    return facts(model, provider_name, local=provider_name == "openai" and bool(base_url) and is_loopback(base_url))
 
 
 def _shown(text: str) -> str:
@@ -408,7 +408,8 @@ class ContextViewer(VerticalScroll):
         provider, model = getattr(self, "_provider", "offline"), getattr(self, "_model", "offline")
         prefix = sum(b[2] for b in self.blocks if b[1])
         total = sum(b[2] for b in self.blocks)
-        minimum = cache_minimum(provider, model)
+        facts = model_facts(provider, model, self.services.config.base_url(provider))
+        minimum = facts.min_cacheable
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
         text.append(printable(f"{provider} · {model} · {where} · {self._node_count} nodes in the context\n"))
@@ -418,12 +419,16 @@ class ContextViewer(VerticalScroll):
             # if the offline answers were cached.
             text.append("Offline: nothing is sent or cached; this is what a provider would receive.",
                         style="dim")
+        elif not minimum:
+            text.append(f"{printable(model)} on a local server reuses any common prefix.")
         else:
             long_enough = prefix >= minimum
             text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
                         style="" if long_enough else "bold")
             text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
                         style="" if long_enough else "bold")
+        if provider != "offline" and facts.assumed:
+            text.append(f"\n{facts.assumed}", style="bold")
         last = self._last_usage()
         if last:
             from tui.widgets.chat_pane import usage_line
