@@ -145,3 +145,15 @@ def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
     with Store(db) as store:
         row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
     assert row["status"] == "incomplete"
+
+
+def test_context_names_the_models_cache_minimum_and_an_unknown_model(cli):
+    """The minimum comes from the model table; a model it does not know is said to be assumed."""
+    cmd, env, db, a, b = cli
+    rc, out, err = run(cmd, env, "context", "Where do otters live?", "--provider", "anthropic", "--json")
+    cache = json.loads(out)["cache"]
+    assert rc == 0 and cache["min_cacheable_tokens"] == 2048 and cache["model_known"] and cache["assumed"] == ""
+    rc, out, err = run(cmd, env, "context", "Where do otters live?", "--provider", "anthropic", "--model", "claude-next-9")
+    assert rc == 0, err
+    assert "caches prefixes from 4096 tokens" in out
+    assert "unknown model: assumed a 128,000-token window" in out
