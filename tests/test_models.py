@@ -161,3 +161,57 @@ def test_the_factory_passes_the_cache_choice_to_openai(monkeypatch):
 
     body = provider.body(Turn(one_shot("s", "u", "gpt-4.1"), [], "key"))
     assert body["prompt_cache_retention"] == "24h" and "max_completion_tokens" in body
+
+
+# -- the cost in money (issue 14, item 7) -----------------------------------------------------------------
+
+
+def test_an_anthropic_reply_is_priced_with_its_cache_writes_at_the_ttl_and_its_reads():
+    from core.chat.cost import Pricer
+
+    # claude-sonnet-4-6: $3 input, $3.75 5m write, $6 1h write, $0.30 read, $15 output per million.
+    # Anthropic's input counts its cache parts: 1,200 plain + 10,000 written + 50,000 read.
+    usage = Usage(input=61_200, output=800, cache_write=10_000, cache_read=50_000)
+    five = Pricer("5m").price(usage, "anthropic", "claude-sonnet-4-6")
+    # 1,200 x 3 + 10,000 x 3.75 + 50,000 x 0.30 + 800 x 15 = 3,600 + 37,500 + 15,000 + 12,000 = 68,100 / 1e6
+    assert round(five.usd, 9) == 0.0681 and five.label() == "$0.0681"
+    hour = Pricer("1h").price(usage, "anthropic", "claude-sonnet-4-6")
+    # the writes at $6: 3,600 + 60,000 + 15,000 + 12,000 = 90,600 / 1e6
+    assert round(hour.usd, 9) == 0.0906 and hour.label() == "$0.0906"
+    # a dated snapshot id prices as its alias
+    assert Pricer().price(usage, "anthropic", "claude-sonnet-4-6-20260101").label() == "$0.0681"
+
+
+def test_an_openai_reply_prices_its_cached_tokens_as_a_part_of_the_input():
+    from core.chat.cost import Pricer
+
+    # gpt-4.1-mini: $0.40 input, $0.10 cached input, $1.60 output. prompt_tokens 3,000 of which cached 2,048.
+    usage = Usage(input=3_000, output=150, cache_read=2_048)
+    cost = Pricer("1h").price(usage, "openai", "gpt-4.1-mini")  # OpenAI writes cost input either way
+    # 952 x 0.40 + 2,048 x 0.10 + 150 x 1.60 = 380.8 + 204.8 + 240 = 825.6 / 1e6
+    assert round(cost.usd, 10) == 0.0008256 and cost.label() == "$0.0008256"
+
+
+def test_offline_local_and_unknown_models_say_why_they_have_no_figure():
+    from core.chat.cost import Pricer, usd
+    from core.providers.offline import OfflineProvider
+    from core.providers.openai_provider import OpenAIProvider
+
+    usage = Usage(input=5_000, output=500)
+    assert Pricer().for_provider(usage, OfflineProvider()).label() == "no price"
+    assert Pricer().price(usage, "offline", None).label() == "no price"
+    local = OpenAIProvider("local", "llama3.2", base_url="http://127.0.0.1:11434/v1")
+    assert Pricer().for_provider(usage, local).label() == "no price"
+    # stored rows: the OpenAI provider is local when its configured base URL is on loopback
+    from core.config import Config
+    cfg = Config()
+    cfg.chat.base_url = "http://localhost:11434/v1"
+    assert Pricer.from_config(cfg).price(usage, "openai", "llama3.2").label() == "no price"
+    assert Pricer().price(usage, "openai", "llama3.2").label() == "price unknown (model llama3.2)"
+    assert Pricer().price(usage, "anthropic", "claude-next-9").label() == "price unknown (model claude-next-9)"
+    # sums: local adds nothing; an unknown model is still named beside what is known
+    known = Pricer().price(usage, "anthropic", "claude-haiku-4-5")  # 5,000 x 1 + 500 x 5 = 7,500 / 1e6
+    assert known.label() == "$0.007500"
+    assert (known + Pricer().price(usage, "offline", "")).label() == "$0.007500"
+    assert (known + Pricer().price(usage, "openai", "llama3.2")).label() == "$0.007500 + price unknown (model llama3.2)"
+    assert usd(0.0123) == "$0.0123" and usd(12.5) == "$12.50" and usd(0) == "$0.00"

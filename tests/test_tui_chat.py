@@ -125,7 +125,7 @@ async def test_offline_answer_is_cited_and_a_source_opens_its_node(notes, db_pat
         sources = app.query_one(SourceList)
         labels = [str(o.prompt) for o in sources.options]
         assert labels[0] == "[1] Sourdough starter"
-        assert metas(app) and metas(app)[-1].endswith("complete")
+        assert metas(app) and metas(app)[-1].endswith("· complete · no price")  # offline: nothing billed
         assert pane.query_one(ChatInput).text == ""
 
         sources.focus()
@@ -155,7 +155,7 @@ async def test_anthropic_reply_streams_with_usage_and_alt_enter_sends(notes, db_
             pane = app.query_one(ChatPane)
             assert pane.query(".reply").last().source == "Hello from the fake model, streamed in several pieces."
             meta = metas(app)[-1]
-            assert meta.startswith("in ") and "cache read" in meta and "· out " in meta and meta.endswith("complete")
+            assert meta.startswith("in ") and "cache read" in meta and "· out " in meta and " · complete · $" in meta
             assert "claude-sonnet-4-6" in str(app.query_one("#right").border_title)
             assert not errors(app)
         assert srv.errors == []
@@ -203,7 +203,7 @@ async def test_partial_reply_is_kept_and_alt_enter_never_stops(notes, db_path, s
         await pilot.press("escape")
         assert pane.stop_pending
         await wait_for(pilot, lambda: metas(app), what="the stopped reply")
-        assert metas(app)[-1].endswith("incomplete (stopped)")
+        assert " · incomplete (stopped) · " in metas(app)[-1]
         assert pane.query(".reply").last().source == "Partial answer so far"
     row = store.db.execute("SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
     assert row["status"] == "incomplete"
@@ -230,7 +230,7 @@ async def test_model_edits_need_confirmation_and_created_nodes_are_listed(notes,
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             await pilot.press("y")
             await wait_for(pilot, lambda: metas(app), what="the reply")
-            assert metas(app)[-1].endswith("complete")
+            assert " · complete · $" in metas(app)[-1]
             activity = plain(app.query(".reply-activity").last())
             assert "→ createEdge" in activity and "→ createNode" in activity
             labels = [str(o.prompt) for o in app.query(SourceList).last().options]
@@ -322,7 +322,7 @@ async def test_connection_refused_is_shown_inline(db_path, monkeypatch):
         await type_and_send(pilot, app, "anyone there?")
         await wait_for(pilot, lambda: errors(app), timeout=30, what="the inline error")
         assert "connect" in errors(app)[-1].lower()
-        assert metas(app)[-1].endswith("incomplete")
+        assert " · incomplete · " in metas(app)[-1]
 
 
 async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder):
@@ -524,7 +524,7 @@ async def test_the_chat_total_is_shown_whole_at_120x40(notes, db_path):
         await wait_for(pilot, lambda: app.query(SourceList) and not pane.streaming, what="the offline answer")
         await pilot.pause()
         status = plain(pane.query_one("#chat-status"))
-        assert status.startswith(f"chat #{pane.chat_id} · total in 0") and status.endswith("· out 0")
+        assert status.startswith(f"chat #{pane.chat_id} · total in 0") and status.endswith("· out 0 · no price")
         lines = screen_text(app).splitlines()
         at = next(i for i, line in enumerate(lines) if f"chat #{pane.chat_id} · total" in line)
         shown = re.sub(r"[│ ]+", " ", " ".join(lines[at:at + 2]))  # the status, wrapped, and the next row

@@ -77,13 +77,19 @@ class ModelFacts:
         return (f"unknown model: assumed a {self.context_window:,}-token window, at most {self.max_output:,} "
                 f"output tokens and a {self.min_cacheable:,}-token cache minimum")
 
-    def cost(self, usage) -> float | None:
-        """USD of one request's `core.providers.base.Usage` (cache writes at the 5-minute price)."""
-        if None in (self.input, self.cache_write_5m, self.cache_read, self.output):
+    def cost(self, usage, ttl: str = "5m") -> float | None:
+        """USD of one request's `core.providers.base.Usage`, its cache writes at the price of `ttl`
+        (chat.cache_ttl). Usage's `input` counts every prompt token (the Anthropic provider adds its
+        separate cache fields to it; OpenAI's cached_tokens is already a part of prompt_tokens), so the
+        plain input is what is left after the cache reads and writes. With "1h" Anthropic's system block
+        is written for an hour and the user message for 5 minutes, and the usage does not split them:
+        every write is priced at the 1-hour price, the stricter, never under-reporting spend."""
+        write = self.cache_write_1h if ttl == "1h" else self.cache_write_5m
+        if None in (self.input, write, self.cache_read, self.output):
             return None
         plain = usage.input - usage.cache_read - usage.cache_write if self.provider == "anthropic" else \
             usage.input - usage.cache_read
-        return (max(0, plain) * self.input + usage.cache_write * self.cache_write_5m
+        return (max(0, plain) * self.input + usage.cache_write * write
                 + usage.cache_read * self.cache_read + usage.output * self.output) / 1e6
 
 

@@ -169,9 +169,16 @@ def cmd_ask(args, out: Out) -> int:
             raise failure[0]
         passages = reply.citations.get("passages", {}) if reply else {}
         titles = {n["id"]: n["title"] for n in store.get_nodes(passages.values())} if passages else {}
+    from core.chat.cost import Pricer
+
+    pricer = Pricer.from_config(cfg)  # the reply and its side requests, on the chat's (its agent's) model
+    cost = pricer.for_provider(reply.usage, chat.provider)
+    for s in reply.side_usage.values():
+        cost = cost + pricer.for_provider(s or {}, chat.provider)
     if out.as_json:
         out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
-                  "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
+                  "error": reply.error, "usage": reply.usage.as_dict(), "cost": cost.as_dict(),
+                  "citations": reply.citations,
                   "citation_check": reply.citation_check.as_dict() if reply.citation_check else None,
                   "side_usage": reply.side_usage, "created_nodes": reply.created_nodes})
     else:
@@ -190,7 +197,7 @@ def cmd_ask(args, out: Out) -> int:
         side = "".join(f" · + {purpose.replace('_', ' ')} {s.get('input', 0)} in/{s.get('output', 0)} out"
                        for purpose, s in reply.side_usage.items() if s)
         out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}"
-                 f"{side}", style="dim")
+                 f"{side} · {cost.label()}", style="dim")
     return 0 if reply.status == "complete" else 1
 
 
