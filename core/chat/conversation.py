@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Iterator
 
 from core.agent import profiles
 from core.chat import citations, usage_log
 from core.chat import request as chat_request
+from core.chat import window
 from core.chat.focus import Focus
 from core.chat.repository import ChatRepository
 from core.graph import memory
@@ -256,6 +257,23 @@ class Chat:
         self.repair_history()  # a tool call an earlier crash left unanswered: the APIs refuse such a history
         summary = self._maybe_summarise(cancel)
         request = self.request(message)
+        # The context-window policy (core/chat/window.py): cut to fit, or refuse before anything is sent.
+        calibration = window.Calibration.from_metadata(self.metadata)
+        forced: list = []
+
+        def summarise_to_fit() -> ContextRequest | None:
+            upto = self.metadata.get("summary_upto", 0)
+            made = self._maybe_summarise(cancel, force=True)
+            if made is not None:
+                forced.append(made)
+            if self.metadata.get("summary_upto", 0) == upto:  # nothing summarised (too few exchanges, failed)
+                return None
+            return replace(request, history=self.history())
+
+        fitted, notices = window.fit(self.provider, Turn(request, [], self.chat_key), calibration,
+                                     summarise=summarise_to_fit, message=message)
+        request = fitted.request
+        summary = summary or (forced[0] if forced else None)
         reply = Reply()
         self.last_reply = reply
         ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy,
@@ -274,6 +292,8 @@ class Chat:
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
             self.repo.set_title(self.id, self.metadata["title"])
+        for notice in notices:
+            yield StreamEvent("notice", text=notice)
         loop: list[dict] = []
         text_parts: list[str] = []
         step_text = ""
@@ -288,6 +308,7 @@ class Chat:
             usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
                                model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
             step_text, calls, stop, error = "", [], "", None
+            estimated, reported = window.raw_estimate(self.provider, turn), 0
             for event in self.provider.stream(turn, cancel):
                 if event.type == "text":
                     step_text += event.text
@@ -295,11 +316,13 @@ class Chat:
                     calls.append(event.tool_call)
                 elif event.type == "usage":
                     reply.usage = reply.usage + event.usage
+                    reported += event.usage.input if event.usage is not None else 0
                 elif event.type == "stop":
                     stop = event.stop_reason
                 elif event.type == "error":
                     error = event.error
                 yield event
+            calibration.record(estimated, reported)
             text_parts.append(step_text)
             if error is not None or stop == "cancelled" or not calls:
                 reply.status = "complete" if (error is None and stop != "cancelled") else "incomplete"
@@ -339,7 +362,22 @@ class Chat:
                 results.append(result)
                 yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
             loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+            too_long = None
+            try:  # the next request must fit too: this turn's largest tool results are capped before storing
+                _, notices = window.fit(self.provider, Turn(request, loop, self.chat_key), calibration,
+                                        drop_passages=False)
+            except window.TooLong as exc:
+                notices, too_long = [], exc
             self.repo.insert_step(self.id, blocks, results)  # one transaction: never a call without its answer
+            for notice in notices:
+                yield StreamEvent("notice", text=notice)
+            if too_long is not None:  # not sent: the API would refuse it for its length
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(too_long)
+                yield StreamEvent("error", error=too_long)
+                break
+        calibration.save(self.metadata)
+        self._save_metadata()
         reply.text = "\n\n".join(t for t in text_parts if t.strip())
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
@@ -520,15 +558,17 @@ class Chat:
         self.metadata["skills_dropped"] = dropped
 
     # -- rolling summary -----------------------------------------------------------------------------
-    def _maybe_summarise(self, cancel: threading.Event | None = None) -> "tuple[int, Usage] | None":
-        """Fold the older history into the rolling summary when it has grown past the threshold.
+    def _maybe_summarise(self, cancel: threading.Event | None = None, *,
+                         force: bool = False) -> "tuple[int, Usage] | None":
+        """Fold the older history into the rolling summary when it has grown past the threshold (`force`:
+        whatever its size, for the context-window policy, core/chat/window.py).
         Returns (its sent_log row id, its usage) when a summary request was made (also a failed one or
         one the user stopped: then nothing is summarised). After a stop no summary request is sent."""
         if _stopped(cancel):
             return None
         history_rows = [r for r in self.repo.rows(self.id) if r["id"] > self.metadata.get("summary_upto", 0)]
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
-        if size < SUMMARY_THRESHOLD_TOKENS or self.provider.name == "offline":
+        if (size < SUMMARY_THRESHOLD_TOKENS and not force) or self.provider.name == "offline":
             return None
         # Cut before the 4th-last user message that carries text (keeps tool pairs together).
         starts = [i for i, r in enumerate(history_rows)

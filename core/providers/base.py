@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from urllib.parse import urlparse
 from dataclasses import dataclass, field
@@ -80,6 +81,15 @@ class Provider:
 
     def __init__(self, model: str = ""):
         self.model = model
+
+    def with_model(self, model: str | None) -> "Provider":
+        """This provider (same kind, key, server and settings) on `model`; itself when `model` is None
+        or already its model (an agent's own model, core/agent/profiles.py `model_for`)."""
+        if not model or model == self.model or self.name == "offline":
+            return self
+        other = copy.copy(self)
+        other.model = model
+        return other
 
     @property
     def facts(self):

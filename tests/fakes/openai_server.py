@@ -25,7 +25,10 @@ LM Studio: it reads ``max_tokens`` and ignores ``max_completion_tokens`` and
 ``prompt_cache_retention``, as Ollama's OpenAI compatibility does (its "Supported request fields"
 list ``max_tokens`` and neither of the others: docs.ollama.com/api/openai-compatibility; unknown
 fields are dropped by its JSON decoding). ``rec.cache["output_limit"]`` is the limit the fake
-honoured (None: none), so a test can tell which field counted.
+honoured (None: none), so a test can tell which field counted. ``context_window=N`` plays a server
+started with an N-token context (llama.cpp ``-c N``, Ollama ``num_ctx``): a prompt longer than N is
+refused (400, llama.cpp's "the request exceeds the available context size, try increasing it", with
+the sizes, as its ``exceed_context_size_error`` gives ``n_prompt_tokens`` and ``n_ctx``).
 """
 
 from __future__ import annotations
@@ -172,6 +175,7 @@ class FakeOpenAI(FakeServerBase):
         ttl_seconds: life of a cached prefix without ``prompt_cache_retention: "24h"`` (300).
         min_cached_tokens / cache_step: 1,024 and 128.
         compatible: play an OpenAI-compatible server (Ollama, llama.cpp, LM Studio), not OpenAI.
+        context_window: with ``compatible``, the server's context size; longer prompts are refused.
         default_reply: reply when the script is empty (``[text("ok")]``).
     """
 
@@ -188,10 +192,12 @@ class FakeOpenAI(FakeServerBase):
         cache_step: int = CACHE_STEP,
         default_reply: list | None = None,
         compatible: bool = False,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(clock=clock, api_key=api_key, default_reply=default_reply)
         self.models = set(models) if models is not None else None
         self.compatible = compatible
+        self.context_window = context_window
         self.cache = OpenAICache(lambda: self.clock(), ttl_seconds, min_cached_tokens, cache_step)
 
     def _reset_cache(self) -> None:
@@ -255,6 +261,11 @@ class FakeOpenAI(FakeServerBase):
             output_limit = body.get("max_completion_tokens", body.get("max_tokens"))
             retention = body.get("prompt_cache_retention")
         else:  # Ollama & co. read max_tokens; max_completion_tokens and the retention are dropped
+            prompt = sum(b.tokens for b in blocks)
+            if self.context_window is not None and prompt > self.context_window:
+                return self._error(ex, 400, f"the request exceeds the available context size, try increasing it "
+                                   f"(n_prompt_tokens {prompt} > n_ctx {self.context_window})",
+                                   error_type="exceed_context_size_error")
             output_limit = body.get("max_tokens")
             retention = None
 

@@ -47,7 +47,7 @@ def cmd_context(args, out: Out) -> int:
         for node_id in focus.ordered:
             store.get_node(node_id)  # a clear error for an unknown id
         preview = next_request(store, cfg, provider, args.message, focus=focus, chat_id=args.chat or None)
-        request, retrieval_note = preview.request, preview.retrieval_note
+        request, retrieval_note, provider = preview.request, preview.retrieval_note, preview.provider  # agent's model
         last_usage = None
         if preview.chat is not None:
             # Estimates before sending; what the provider reported for the last reply corrects them.
@@ -59,7 +59,7 @@ def cmd_context(args, out: Out) -> int:
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
-              "retrieval_note": retrieval_note,
+              "retrieval_note": retrieval_note, "agent": preview.agent_facts,
               "cache": {"prefix_tokens_est": prefix_est,
                         "min_cacheable_tokens": facts.min_cacheable,
                         "model_known": facts.known, "assumed": facts.assumed,
@@ -73,6 +73,7 @@ def cmd_context(args, out: Out) -> int:
             out.text(f"{b['name']:>11} ", (("cached" if b["cached"] else "not cached").ljust(11), "green" if b["cached"] else "yellow"),
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
+        out.text(preview.agent_line, style="dim")
         cache = result["cache"]
         if provider.name != "offline":
             out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")

@@ -133,6 +133,7 @@ class _Blocks(Message, bubble=False):
     node_count: int
     error: str | None = None
     retrieval_note: str | None = None
+    agent_line: str = ""  # the agent, its model and its two scopes (core/agent/profiles.py facts_line)
 
 
 @dataclass
@@ -359,8 +360,9 @@ class ContextViewer(VerticalScroll):
                 if not any(b[0] == "focus" for b in blocks):
                     blocks.append(("focus", False, 0, ""))
                 blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
+                provider = preview.provider  # on the agent's model (core/agent/profiles.py model_for)
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
-                                          len(request.node_ids), retrieval_note=note))
+                                          len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line))
         except Exception as exc:
             self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
                                       error=f"{type(exc).__name__}: {exc}"))
@@ -389,6 +391,7 @@ class ContextViewer(VerticalScroll):
         self.blocks = blocks
         self._provider, self._model, self._chat_id = message.provider, message.model, message.chat_id
         self._node_count = message.node_count
+        self._agent_line = message.agent_line
         widgets = []
         for name, cached, tokens, text in blocks:
             if message.retrieval_note and name in ("retrieved", "datetime") and not any(
@@ -413,6 +416,8 @@ class ContextViewer(VerticalScroll):
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
         text.append(printable(f"{provider} · {model} · {where} · {self._node_count} nodes in the context\n"))
+        if getattr(self, "_agent_line", ""):
+            text.append(printable(self._agent_line) + "\n", style="dim")
         text.append(f"total ~{total:,} tokens (estimate) · cached prefix ~{prefix:,} tokens\n")
         if provider == "offline":
             # Nothing is sent, so nothing is cached: no line about a cache minimum, which would read as
