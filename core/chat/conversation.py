@@ -136,7 +136,8 @@ class Chat:
 
         self.store = store
         self.config = config
-        self.provider = provider
+        # base_provider: what a delegated agent's model is chosen against; provider: on this agent's model.
+        self.base_provider = self.provider = provider
         self.searcher = searcher or Searcher(store)
         self.confirm = confirm
         self.depth = depth
@@ -145,6 +146,7 @@ class Chat:
         self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent)
+            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
 
             def first_metadata(new_id: int) -> dict:
@@ -164,6 +166,7 @@ class Chat:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"])
+            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = row["metadata"]
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
@@ -276,7 +279,7 @@ class Chat:
         summary = summary or (forced[0] if forced else None)
         reply = Reply()
         self.last_reply = reply
-        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy,
+        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
                           confirm=self._confirm_unless_stopped(cancel),
                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
                           activate_skill=self._activate_skill)
@@ -501,7 +504,8 @@ class Chat:
                 seen.append({"role": m["role"], "content": texts})
         while seen and seen[-1]["role"] == "user":
             seen.pop()  # the delegated task is the next user message
-        sub = Chat(self.store, self.config, self.provider, agent=target.name, searcher=self.searcher,
+        # The base provider: the delegate runs on its own model (profiles.model_for), not the caller's.
+        sub = Chat(self.store, self.config, self.base_provider, agent=target.name, searcher=self.searcher,
                    confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now)
         for _ in sub.send(task, cancel):
             pass

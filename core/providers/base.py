@@ -54,7 +54,9 @@ class ToolCall:
 class StreamEvent:
     """type: "text" (text), "tool_call" (tool_call), "usage" (usage), "stop" (stop_reason),
     "error" (error: a ProviderError; the reply so far is kept). Chat.send adds "tool_result" and
-    "phase" (text: what starts next, e.g. "citation_check"); a consumer ignores types it does not know."""
+    "phase" (text: what starts next, e.g. "citation_check") and "notice" (text: one line for the user,
+    e.g. what the context-window policy of core/chat/window.py cut); a consumer ignores types it does
+    not know."""
 
     type: str
     text: str = ""
