@@ -377,7 +377,7 @@ async def test_a_chat_keeps_its_first_message_as_its_title(notes, db_path, store
 
 
 async def test_the_chat_list_wraps_a_chats_facts_under_its_title_at_80x24(notes, db_path, store):
-    """A chat's facts (id, replies, agent, model, time, tokens) wrap between parts, each line indented
+    """A chat's facts (id, replies, agent, model, time, tokens, price) wrap between parts, each line indented
     under the title, never a fragment such as "out 0" at the left edge."""
     from tui.screens.chat_list import ChatListScreen
 
@@ -399,7 +399,8 @@ async def test_the_chat_list_wraps_a_chats_facts_under_its_title_at_80x24(notes,
         assert title == "tomato plants in the sun" and len(facts) >= 2  # the facts did not fit one line
         assert all(line.startswith("  #1 · 1 reply") or line.startswith("  ") for line in facts)
         assert all(len(line) <= room for line in facts), (room, facts)  # the list never wraps them itself
-        assert "in 0 out 0" in facts[-1] and "claude-sonnet-4-6" in " ".join(facts)
+        assert "in 0 out 0" in " ".join(facts) and "claude-sonnet-4-6" in " ".join(facts)
+        assert "in 0 out 0 · no price" in facts[-1]  # an offline chat's price, after its tokens
 
 
 # -- viewer and help ---------------------------------------------------------------------------------------
