@@ -136,3 +136,74 @@ def test_the_estimate_is_corrected_by_the_reported_usage():
     assert c.ratio == 1.25
     low = Calibration(500, 1000)
     assert low.ratio == 1.0  # an over-estimate stays as a margin
+
+
+# -- what the user is told: `cairn ask` (the app's chat pane shows the same notice as an activity line)
+@pytest.fixture
+def ask(cairn_cmd, cli_env, local):
+    from pathlib import Path
+
+    env = {k: v for k, v in cli_env.items() if not k.endswith(("_API_KEY", "_BASE_URL", "_PROXY", "_proxy"))}
+    env.update(OPENAI_API_KEY=KEY, OPENAI_BASE_URL=local.base_url)
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
+    Path(env["CAIRN_HOME"]).mkdir(parents=True, exist_ok=True)
+
+    def run(*args):
+        import subprocess
+
+        proc = subprocess.run([*cairn_cmd, "ask", *map(str, args), "--provider", "openai", "--model", MODEL],
+                              env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+    return run, env
+
+
+def test_cairn_ask_refuses_a_too_long_message_with_the_sizes_and_sends_nothing(ask, local):
+    run, _ = ask
+    rc, out, err = run(words(20_000, "long"))
+    assert rc != 0
+    assert f"Your message is about 5,000 tokens; {MODEL} takes at most 3,072 with room for the reply." in err, err
+    assert local.requests == []
+
+
+def test_cairn_ask_says_what_was_cut(ask, local):
+    from pathlib import Path
+
+    from core.graph.store import Store
+    from fakes import text, tool_call
+
+    run, env = ask
+    with Store(Path(env["CAIRN_HOME"]) / "cairn.db") as store:
+        ids = [store.add_node(f"Long note {i}", words(20_000, f"w{i}x"))["id"] for i in range(3)]
+    local.script.add(tool_call("getNodesById", {"ids": ids}))
+    local.script.add(text("Read them."))
+    rc, out, err = run("Read my long notes")
+    assert rc == 0, err
+    assert "Read them." in out
+    assert "[Cut 1 tool result of this turn to fit" in err and refusals(local) == 0
+
+
+async def test_the_chat_pane_shows_what_was_cut(store, db_path, local, monkeypatch, embedder):
+    import core.index.embedder
+    from fakes import text, tool_call
+    from test_tui_chat import SIZE, RecordingApp, metas, plain, type_and_send
+
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", local.base_url)
+    ids = [store.add_node(f"Long note {i}", words(20_000, f"w{i}x"))["id"] for i in range(3)]
+    local.script.add(tool_call("getNodesById", {"ids": ids}))
+    local.script.add(text("Read them."))
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.services.config.chat.provider = "openai"
+        app.services.config.chat.model = MODEL
+        await type_and_send(pilot, app, "Read my long notes")
+        from tui_support import wait_for
+
+        await wait_for(pilot, lambda: metas(app), what="the reply")
+        assert " · complete" in metas(app)[-1]
+        activity = plain(app.query(".reply-activity").last())
+        assert "✂ Cut 1 tool result of this turn to fit" in activity
+    assert refusals(local) == 0

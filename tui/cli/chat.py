@@ -163,6 +163,8 @@ def cmd_ask(args, out: Out) -> int:
                     sys.stdout.flush()
             elif item.type == "tool_call" and not out.as_json:
                 print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+            elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
+                print(f"\n[{item.text}]", file=sys.stderr)
             elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
                 print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)

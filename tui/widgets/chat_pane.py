@@ -468,6 +468,8 @@ class ChatPane(Vertical):
                     elif event.type == "tool_result":
                         mark = "✗" if event.stop_reason == "error" else "←"
                         self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
+                    elif event.type == "notice":  # e.g. what was cut to fit the context window
+                        self.post_message(_Activity(turn, f"  ✂ {event.text}"))
                     elif event.type == "phase":
                         self.post_message(_Phase(turn, event.text))
                 reply = chat.last_reply
