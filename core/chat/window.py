@@ -125,7 +125,7 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
         text = big["content"]
         full = original.setdefault(id(big), len(text))
         mark = text.rfind(CUT_MARK.split("{")[0])
-        if id(big) in original and mark >= 0 and full != len(text):  # cut before: cut its head again
+        if mark >= 0 and full != len(text):  # cut before (by an earlier step): cut its kept head again
             text = text[:mark]
         over_chars = int((now - limit) * 4 / calibration.ratio) + 64
         keep = max(MIN_RESULT_CHARS, len(text) - over_chars)
