@@ -451,7 +451,7 @@ class ChatPane(Vertical):
             provider = (self.make_provider or _default_provider)(cfg)
             with Store(self.services.db_path) as store:
                 chat = Chat(store, cfg, provider, chat_id=chat_id, confirm=self._confirm_in_ui(cancel))
-                self.post_message(_ChatReady(turn, chat.id, chat.agent.name, provider.model))
+                self.post_message(_ChatReady(turn, chat.id, chat.agent.name, chat.provider.model))
                 if focus is not None:
                     chat.set_focus(focus)
                 for event in chat.send(message, cancel):
