@@ -307,6 +307,14 @@ class Chat:
                 yield StreamEvent("stop", stop_reason="cancelled")
                 break
             turn = Turn(request, loop, self.chat_key)
+            from core.chat.cost import over_daily_cap  # [chat] max_usd_per_day
+
+            refused = over_daily_cap(self.store, self.config, self.provider, turn)
+            if refused is not None:  # not sent: today's spend plus this request would pass the cap
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(refused)
+                yield StreamEvent("error", error=refused)
+                break
             reply.requests += 1
             usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
                                model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))

@@ -14,11 +14,13 @@ decimals from a dollar; "no price" for local and offline; "price unknown (model 
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from core.providers import models
-from core.providers.base import Usage, is_loopback
+from core.providers.base import ProviderError, Usage, is_loopback
 
 
 @dataclass(frozen=True)
@@ -122,3 +124,48 @@ def spend_since(store, pricer: Pricer, since: str) -> dict[str, Cost]:
             {f: int(r[f]) for f in _FIELDS}, r["provider"], r["model"])
     return dict(sorted(out.items()))
 
+
+# -- the daily cap ([chat] max_usd_per_day) ------------------------------------------------------------------
+def _day_start(now: datetime | None = None) -> str:
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def spent_today(store, pricer: Pricer, now: datetime | None = None) -> Cost:
+    """What every request of this UTC day cost, from the stored usage."""
+    total = NO_PRICE
+    for cost in spend_since(store, pricer, _day_start(now)).values():
+        total = total + cost
+    return total
+
+
+def estimate(provider, turn) -> Cost:
+    """At most what this request costs: its body's tokens (core.providers.request.estimate_tokens), all
+    at the dearest way a prompt token is billed (a cache write at the TTL), and a reply as long as it may be."""
+    from core.providers.request import estimate_tokens
+
+    facts = provider.facts
+    if provider.name == "offline" or facts.provider == "local" or not facts.known:
+        return NO_PRICE
+    prompt = estimate_tokens(json.dumps(provider.body(turn), ensure_ascii=False))
+    reply = models.output_cap(facts, turn.max_tokens)
+    write = prompt if facts.provider == "anthropic" else 0  # OpenAI bills a write as plain input
+    return of_facts(Usage(input=prompt, output=reply, cache_write=write), facts, getattr(provider, "cache_ttl", "5m"))
+
+
+def over_daily_cap(store, config, provider, turn, now: datetime | None = None) -> ProviderError | None:
+    """The refusal to send `turn` when today's spend plus its estimate would pass chat.max_usd_per_day
+    (0: no cap), else None. A local or offline request costs nothing and is never refused; an unknown
+    model's request cannot be estimated, so only what today already cost counts against the cap."""
+    cap = float(config.chat.max_usd_per_day or 0)
+    if cap <= 0 or provider.name == "offline" or provider.facts.provider == "local":
+        return None
+    spent = spent_today(store, Pricer.from_config(config), now)
+    ahead = estimate(provider, turn)
+    if spent.usd + ahead.usd <= cap:
+        return None
+    return ProviderError(
+        f"Not sent: today's spend ({usd(spent.usd)}, UTC day) plus up to {usd(ahead.usd)} for this request "
+        f"({provider.model}) would pass the daily cap of {usd(cap)}; raise or clear [chat] max_usd_per_day "
+        "in config.toml (0 = no cap), or wait for the next UTC day.", kind="spending_cap")
