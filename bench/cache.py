@@ -1,7 +1,10 @@
-"""Prompt-cache benchmark: a scripted 20-turn chat against the fake Anthropic cache simulator.
+"""Prompt-cache benchmark: a scripted 20-turn chat against the fake Anthropic cache simulator, in
+several runs (script x minimum cacheable prefix x system TTL), priced with the model table.
 
 Run:  .venv/bin/python bench/cache.py
-Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, Layout: bench/).
+Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, Layout: bench/),
+also kept in bench/results/cache.json. It measures tokens and money per run, and the latencies
+(Focus switch, full suffix, first token) once, on the session at the table's minimum.
 
 What runs
 ---------
@@ -9,35 +12,54 @@ What runs
   markdown notes built from a per-topic sentence bank, deterministic seed), 120 explained edges
   (one hub per topic plus preferentially attached cross-topic links, so a few nodes are clear
   hubs), indexed with the real `Indexer` + `Embedder`, so retrieval returns real passages.
-* `tests/fakes.FakeAnthropic` (20-block lookback, 1,024-token minimum for claude-sonnet-4-6,
-  5-minute TTL) and the real `AnthropicProvider` and `Chat` (agent orchestrator, background hubs on,
-  auto-read retrieval on). 20 turns with scripted replies of 60-250 words, one initial Focus plus 5
-  Focus changes (up to 10 open tabs), tool calls on 3 turns (turn 5: a preamble text + searchContent;
-  turn 11: queryEdges then getNodesById, a two-step loop; turn 16: queryNodes), 24 requests in all.
-  The tools really run against the store; their results go into the next request.
+* The default Anthropic model (core/config.py DEFAULT_MODELS["anthropic"]) and its row of
+  core/providers/models.py: the minimum cacheable prefix and the USD prices per million tokens.
+* `tests/fakes.FakeAnthropic` (20-block lookback, 5-minute / 1-hour TTLs on its own clock,
+  `min_cache_tokens` set per run) and the real `AnthropicProvider` and `Chat` (agent orchestrator,
+  background hubs on, auto-read retrieval on). 20 turns with scripted replies of 60-250 words, one
+  initial Focus plus 5 Focus changes (up to 10 open tabs), tool calls on 3 turns (turn 5: a preamble
+  text + searchContent; turn 11: queryEdges then getNodesById, a two-step loop; turn 16:
+  queryNodes), 24 requests in all. The tools really run against the store.
 
-Costs (Sonnet prices, $3/M input, $15/M output; the ratios are what matter)
-    cost = (uncached_input x 1 + cache_write x 1.25 + cache_read x 0.1) x $3/M + output x $15/M,
-    with every number taken from the usage the fake reported for that request.
+Runs (`runs`, keyed "<script>@<minimum>/<system TTL>")
+* minimums: the table's for the default model ("table"), the strict 2,048 users observe ("strict";
+  one run when the two agree) and, as a contrast only, the 1,024 of Anthropic's caching page
+  ("documented"). Cairn's stable prefix (tools + system) is never padded: `stable_prefix_cacheable`
+  says whether it reaches the run's minimum, `system_breakpoint_eligible` whether the fake agreed,
+  and `stable_prefix_read_from_cache` whether those tokens were ever read (possibly inside a longer
+  history prefix that did reach the minimum).
+* session: the 20 turns back to back, system part at Cairn's default 5-minute TTL.
+* idle_gap: the same turns with the user idle ten minutes before each turn but the first, on the
+  fake's clock (`advance_time`; nothing sleeps), once with the system part at "5m" and once at "1h"
+  (chat.cache_ttl). `one_hour_ttl_pays` compares their costs per minimum. Tool-loop steps inside a
+  turn follow at once.
+
+Costs: from the usage the fake reported for each request, at the table's prices: plain input,
+cache writes at the 5-minute and 1-hour prices (usage.cache_creation's split), cache reads, output.
 
 prefix_reuse
     For each request, the longest block-aligned prefix (canonical blocks and hashes of
-    tests/fakes/tokens.py) identical to a prefix of ANY earlier request sent within the 5-minute TTL,
-    counted as 0 when shorter than the model's minimum cacheable prefix: the most any breakpoint
-    layout could have read. prefix_reuse = sum(cache_read) / sum(that maximum). `losses` lists the
-    requests that read less, naming where the read stopped and where the reusable prefix ended.
+    tests/fakes/tokens.py) identical to a prefix of ANY earlier request sent within its TTL (1 hour
+    for a prefix ending at or before a 1-hour breakpoint, else 5 minutes), counted as 0 when shorter
+    than the run's minimum: the most any breakpoint layout could have read. prefix_reuse =
+    sum(cache_read) / sum(that maximum) (1.0 when nothing was reusable). `losses` lists the requests
+    that read less, naming where the read stopped and where the reusable prefix ended.
+cached_share
+    sum(cache_read) / all input tokens of the run.
+cost_ratio_rah
+    Cairn's cost / the RA-H layout's cost for the same requests, minimum and gaps.
 
 Comparison layouts: the SAME requests (same user texts, replies, tool calls and results, Focus and
 retrieved text per request) are re-laid out from the recorded Cairn bodies and sent with the raw
-anthropic SDK (non-streaming) to a fresh FakeAnthropic each, with the same scripted replies (so the
-same output tokens):
+anthropic SDK (non-streaming) to a fresh FakeAnthropic each, at the run's minimum and with the same
+idle gaps, with the same scripted replies (so the same output tokens):
 * RA-H (docs/3_context-and-memory.md of RA-H OS: base context, instructions, tools, workflows and
   background hubs cached with `cache_control`; focused nodes in the system prompt, not cached): every
   `cache_control` is removed from the messages; the volatile suffix block is removed from the current
   user message and its parts (focus, retrieved passages, date/time, as separate text blocks) are
-  appended to the system list AFTER the cached background block, without a breakpoint. So the
-  system part changes whenever focus or retrieval does, the tools + stable system blocks stay cached,
-  and history (including the tool loop) is never cached.
+  appended to the system list AFTER the cached background block, without a breakpoint. The system
+  breakpoint keeps the run's TTL. So the system part changes whenever focus or retrieval does, the
+  tools + stable system blocks stay cached, and history (including the tool loop) is never cached.
 * Ontheia (its "stable prefix / volatile suffix" doc: memory hits and date/time appended to the last
   user message, not stored in history): the system breakpoint is kept; every other `cache_control`
   is removed and one is put on the last block of the last message (step 0: the suffix; in a tool
@@ -46,7 +68,9 @@ same output tokens):
 * what_if.suffix_breakpoint (a candidate fix, not a comparison): Cairn's layout plus a breakpoint at
   the end of the suffix; when that makes 5, the fallback anchor is dropped.
 
-Latency
+Latency (top-level keys, measured once: on the session at the table's minimum, 5-minute TTL; the
+latency does not depend on the minimum. That run gets its own Searcher, warmed only on one unrelated
+query, so the earlier runs' query-vector cache does not shorten its first tokens.)
 * suffix_rebuild_*: `engine.set_focus(Focus(10 tabs, primary))` cycling the primary among 10 open
   tabs, one warm-up pass, then 300 samples.
 * suffix_full_*: `engine.suffix(message)`, i.e. retrieval (hybrid search, query embedding, cosine
@@ -56,7 +80,11 @@ Latency
   first 10 turns that start with text. It excludes nothing: history load, retrieval with the query
   embedding, DB writes, body building, HTTP to the fake and SSE parsing (the fake answers at once).
   first_token_request_ms isolates the provider part: from the start of `provider.stream` (body build
-  + HTTP + first SSE event) to its first event.
+  + HTTP + first SSE event) to its first event. request_build_p50_ms is the in-run reference: the
+  time of `Chat.request` (history, suffix, body parts) per request of that run.
+
+Targets: on the session at the table's minimum (5-minute TTL): prefix_reuse>=0.99,
+cost_ratio_rah<=0.6 and suffix_rebuild_p50_ms<=2.
 """
 
 from __future__ import annotations
@@ -89,22 +117,28 @@ os.environ.pop("ANTHROPIC_API_KEY", None)
 import anthropic  # noqa: E402
 
 from core.chat.conversation import Chat  # noqa: E402
-from core.config import Config  # noqa: E402
+from core.config import DEFAULT_MODELS, Config  # noqa: E402
 from core.chat.focus import Focus  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import Indexer  # noqa: E402
+from core.providers import models  # noqa: E402
 from core.providers.anthropic_provider import AnthropicProvider  # noqa: E402
 from core.search.searcher import Searcher  # noqa: E402
 from core.graph.store import Store  # noqa: E402
-from fakes import FakeAnthropic, Text, min_cacheable_tokens, text, tool_call  # noqa: E402
+from fakes import FakeAnthropic, Text, text, tool_call  # noqa: E402
+from fakes.anthropic_server import TTL_SECONDS, min_cacheable_tokens  # noqa: E402
 from fakes.tokens import anthropic_blocks, prefix_hashes, prefix_tokens  # noqa: E402
 
-MODEL = "claude-sonnet-4-6"
+MODEL = DEFAULT_MODELS["anthropic"]
+FACTS = models.facts(MODEL, "anthropic")  # the minimum cacheable prefix and the prices
+assert FACTS.known, f"{MODEL} is not in core/providers/models.py"
+STRICT_MIN = 2048  # the figure users observe for Sonnet 4.6 (anthropic-sdk-python issue 1194)
+# A contrast, not a target: the figure Anthropic's prompt-caching page gives Sonnet 4.6 ([A-cache] in
+# core/providers/models.py), which the table overrode with the stricter 2,048. It shows what the
+# 1-hour TTL would do if the stable prefix were long enough to cache.
+DOCUMENTED_MIN = 1024
+IDLE_GAP_S = 600.0  # the idle-gap script: ten minutes between turns, on the fake's clock
 SEED = 20260514
-PRICE_IN = 3.0 / 1e6
-PRICE_OUT = 15.0 / 1e6
-WRITE_X, READ_X = 1.25, 0.10
-TTL_S = 300.0
 REBUILD_SAMPLES = 300
 FULL_SUFFIX_MESSAGES = 40
 
@@ -425,35 +459,44 @@ def conversation(ids: dict[str, list[int]], store: Store, rng: random.Random) ->
 
 # -- analysis -------------------------------------------------------------------------------------
 def cost_of(usages: list[dict]) -> float:
+    """USD at the model table's prices: plain input, cache writes at the 5-minute and 1-hour prices
+    (the fake's usage.cache_creation split), cache reads, output."""
     total = 0.0
     for u in usages:
-        total += (u["input_tokens"] + WRITE_X * u["cache_creation_input_tokens"]
-                  + READ_X * u["cache_read_input_tokens"]) * PRICE_IN + u["output_tokens"] * PRICE_OUT
+        split = u.get("cache_creation") or {}
+        w1h = split.get("ephemeral_1h_input_tokens", 0)
+        w5m = u["cache_creation_input_tokens"] - w1h
+        total += (u["input_tokens"] * FACTS.input + w5m * FACTS.cache_write_5m + w1h * FACTS.cache_write_1h
+                  + u["cache_read_input_tokens"] * FACTS.cache_read + u["output_tokens"] * FACTS.output) / 1e6
     return total
 
 
 def totals(usages: list[dict]) -> dict:
     read = sum(u["cache_read_input_tokens"] for u in usages)
     write = sum(u["cache_creation_input_tokens"] for u in usages)
+    write_1h = sum((u.get("cache_creation") or {}).get("ephemeral_1h_input_tokens", 0) for u in usages)
     uncached = sum(u["input_tokens"] for u in usages)
     return {"input_tokens": uncached + read + write, "uncached_input": uncached, "cache_read": read,
-            "cache_write": write, "output_tokens": sum(u["output_tokens"] for u in usages),
+            "cache_write": write, "cache_write_1h": write_1h, "output_tokens": sum(u["output_tokens"] for u in usages),
             "cost_usd": round(cost_of(usages), 6)}
 
 
-def reusable_max(bodies: list[dict], times: list[float], model: str) -> list[tuple[int, int]]:
+def reusable_max(bodies: list[dict], times: list[float], minimum: int) -> list[tuple[int, int]]:
     """Per request: (tokens, last block index) of the longest block-aligned prefix equal to a
-    prefix of an earlier request sent within the TTL; 0 below the minimum cacheable length."""
-    minimum = min_cacheable_tokens(model)
+    prefix of an earlier request sent within its TTL (1 hour for a prefix ending at or before a
+    `ttl: "1h"` breakpoint, else 5 minutes); 0 below the minimum cacheable length."""
     seen: dict[str, float] = {}
     out = []
     for body, t in zip(bodies, times):
         blocks = anthropic_blocks(body)
-        hashes = prefix_hashes(blocks, salt=model)
+        hashes = prefix_hashes(blocks, salt=MODEL)
         ptoks = prefix_tokens(blocks)
+        long_until = max((i for i, b in enumerate(blocks)
+                          if isinstance(b.cache_control, dict) and b.cache_control.get("ttl") == "1h"), default=-1)
         best, pos = 0, -1
         for i, h in enumerate(hashes):
-            if h in seen and t - seen[h] <= TTL_S:
+            ttl = TTL_SECONDS["1h"] if i <= long_until else TTL_SECONDS["5m"]
+            if h in seen and t - seen[h] <= ttl:
                 best, pos = ptoks[i], i
         if best < minimum:
             best, pos = 0, -1
@@ -499,7 +542,7 @@ def layout_rah(body: dict, suffix, cur: int) -> dict:
     out["messages"] = strip_cc(out["messages"])
     msg = out["messages"][cur]
     msg["content"] = [b for b in msg["content"] if not (b.get("type") == "text" and b.get("text") == suffix.text)]
-    # system keeps its breakpoint on the last stable block; the volatile parts follow it, uncached
+    # system keeps its breakpoint (and its TTL) on the last stable block; the volatile parts follow it, uncached
     out["system"] = out["system"] + [{"type": "text", "text": t} for t in (suffix.focus, suffix.retrieved, suffix.datetime) if t]
     return out
 
@@ -525,10 +568,14 @@ def layout_suffix_bp(body: dict, suffix, cur: int) -> dict:
     return out
 
 
-def replay(bodies: list[dict], replies: list[list]) -> list[dict]:
-    with FakeAnthropic() as srv:
+def replay(bodies: list[dict], replies: list[list], advances: list[float], minimum: int):
+    """The bodies, in order, through the raw SDK to a fresh fake at `minimum`, its clock moved
+    forward by the same idle gaps as the recorded run (no real sleeping)."""
+    with FakeAnthropic(min_cache_tokens=minimum) as srv:
         client = anthropic.Anthropic(api_key="test-key", base_url=srv.base_url, max_retries=0)
-        for body, reply in zip(bodies, replies):
+        for body, reply, gap in zip(bodies, replies, advances):
+            if gap:
+                srv.advance_time(gap)
             srv.script.add(*reply)
             client.messages.create(**body)
         reqs = srv.model_requests()
@@ -538,11 +585,199 @@ def replay(bodies: list[dict], replies: list[list]) -> list[dict]:
         return [r.usage for r in reqs], [r.body for r in reqs], [r.time for r in reqs]
 
 
-def reuse_of(usages, bodies, times) -> tuple[float, list]:
-    maxes = reusable_max(bodies, times, MODEL)
+def reuse_of(usages, bodies, times, minimum) -> tuple[float, list]:
+    maxes = reusable_max(bodies, times, minimum)
     total_max = sum(m for m, _ in maxes)
     read = sum(u["cache_read_input_tokens"] for u in usages)
     return (read / total_max if total_max else 1.0), maxes
+
+
+def ratio(a: float, b: float) -> float | None:
+    return round(a / b, 4) if b else None
+
+
+# -- one run: a script at one minimum and one system TTL ------------------------------------------
+def run(store: Store, searcher: Searcher, config: Config, turns: list[dict], *, minimum: int, ttl: str,
+        gap_s: float, ids: dict | None = None) -> dict:
+    """The scripted session through the real Chat and AnthropicProvider (system part at `ttl`)
+    against a fake that caches from `minimum` tokens, the fake's clock moved `gap_s` before every
+    turn but the first; then the same requests in the comparison layouts, with the same gaps.
+    With `ids` (the graph's node ids per topic) it also times the run (first tokens, request
+    builds) and then the chat's engine (Focus switch, full suffix): returned under "latency"."""
+    measure = ids is not None
+    config.chat.cache_ttl = ttl
+    srv = FakeAnthropic(min_cache_tokens=minimum).start()
+    provider = AnthropicProvider("test-key", MODEL, base_url=srv.base_url, cache_ttl=ttl)
+    chat = Chat(store, config, provider, agent="orchestrator", searcher=searcher)
+    calls: list[dict] = []  # one per provider.stream call (= one HTTP request, no retries happen)
+    state = {"turn": 0, "step": 0, "gap": 0.0}
+    build_times: list[float] = []
+    orig_stream, orig_request = provider.stream, chat.request
+
+    def stream(turn, cancel=None):
+        rec = {"turn": state["turn"], "step": state["step"], "suffix": turn.request.suffix,
+               "advance": state["gap"] if state["step"] == 0 else 0.0,
+               "t_call": time.perf_counter(), "t_first": None}
+        calls.append(rec)
+        state["step"] += 1
+        for ev in orig_stream(turn, cancel):
+            if rec["t_first"] is None and ev.type in ("text", "tool_call"):
+                rec["t_first"] = time.perf_counter()
+            yield ev
+
+    def request(message, *, focus=None):
+        t = time.perf_counter()
+        out = orig_request(message, focus=focus)
+        build_times.append(time.perf_counter() - t)
+        return out
+
+    provider.stream = stream
+    if measure:
+        chat.request = request
+    first_token: list[tuple[int, float | None]] = []
+    for k, t in enumerate(turns):
+        state["turn"], state["step"] = t["turn"], 0
+        state["gap"] = gap_s if k else 0.0
+        if state["gap"]:
+            srv.advance_time(state["gap"])  # the fake's clock: entries expire as if the user paused
+        if t["focus"] is not None:
+            chat.set_focus(t["focus"])
+        for reply in t["replies"]:
+            srv.script.add(*reply)
+        t0, first = time.perf_counter(), None
+        for ev in chat.send(t["message"]):
+            if ev.type == "text" and first is None:
+                first = time.perf_counter()
+            if ev.type == "error":
+                raise RuntimeError(f"turn {t['turn']}: {ev.error}")
+        assert len(srv.script) == 0, f"turn {t['turn']} left scripted replies unused"
+        starts_with_text = isinstance(t["replies"][0][0], Text)
+        first_token.append((t["turn"], first - t0 if (first and starts_with_text) else None))
+    reqs = srv.model_requests()
+    assert not srv.errors, srv.errors
+    assert len(reqs) == len(calls), (len(reqs), len(calls))
+    assert all(r.status == 200 for r in reqs)
+    assert srv.min_tokens_for(MODEL) == minimum
+    srv.stop()
+
+    usages = [r.usage for r in reqs]
+    bodies = [r.body for r in reqs]
+    times = [r.time for r in reqs]
+    replies = [r.reply for r in reqs]
+    advances = [c["advance"] for c in calls]
+    currents = [current_user_index(b, c["suffix"].text) for b, c in zip(bodies, calls)]
+    ours = totals(usages)
+    reuse, maxes = reuse_of(usages, bodies, times, minimum)
+
+    first_blocks = anthropic_blocks(bodies[0])
+    stable = sum(b.tokens for b in first_blocks if b.kind in ("tool", "system"))
+    system_bp = max(i for i, b in enumerate(first_blocks) if b.kind == "system" and b.cache_control is not None)
+    losses = []
+    for i, (u, (mx, pos), call, body, rec) in enumerate(zip(usages, maxes, calls, bodies, reqs)):
+        read = u["cache_read_input_tokens"]
+        hit = rec.cache["hit_position"]
+        if read < mx:
+            labels = block_labels(body, currents[i])
+            losses.append({"request": i, "turn": call["turn"], "step": call["step"], "lost_tokens": mx - read,
+                           "read_ends_at": labels[hit] if hit is not None else None,
+                           "reusable_ends_at": labels[pos]})
+
+    layouts = {}
+    for name, fn in (("rah", layout_rah), ("ontheia", layout_ontheia), ("suffix_breakpoint", layout_suffix_bp)):
+        lb = [fn(b, c["suffix"], cur) for b, c, cur in zip(bodies, calls, currents)]
+        lu, lbodies, ltimes = replay(lb, replies, advances, minimum)
+        lr, _ = reuse_of(lu, lbodies, ltimes, minimum)
+        lt = totals(lu)
+        layouts[name] = {**lt, "prefix_reuse": round(lr, 4),
+                         "cached_share": round(lt["cache_read"] / lt["input_tokens"], 4)}
+        assert lt["output_tokens"] == ours["output_tokens"]
+
+    latency = measure_latency(chat, ids, calls, first_token, build_times) if measure else None
+
+    turn_starts = [i for i, c in enumerate(calls) if c["step"] == 0]
+    out = {
+        "min_cacheable_tokens": minimum,
+        "system_ttl": ttl,
+        "idle_gap_s": gap_s,
+        "requests": len(reqs),
+        "stable_prefix_tokens": stable,
+        # the system breakpoint (tools + system, the part that outlives a turn) is long enough to cache
+        "stable_prefix_cacheable": stable >= minimum,
+        # ...as the fake saw it: that breakpoint was eligible on some request
+        "system_breakpoint_eligible": any(system_bp in r.cache["eligible"] for r in reqs),
+        # the stable tokens were read from cache at least once (possibly inside a longer history prefix)
+        "stable_prefix_read_from_cache": any(r.cache["hit_position"] is not None and r.cache["hit_position"] >= system_bp
+                                             for r in reqs),
+        # the first request of each turn after the first read anything (what survives the gap)
+        "turn_starts_reading_cache": sum(1 for i in turn_starts[1:] if usages[i]["cache_read_input_tokens"] > 0),
+        "turn_starts": len(turn_starts) - 1,
+        **ours,
+        "cost_rah_usd": layouts["rah"]["cost_usd"],
+        "cost_ratio_rah": ratio(ours["cost_usd"], layouts["rah"]["cost_usd"]),
+        "prefix_reuse": round(reuse, 4),
+        "reusable_max_tokens": sum(m for m, _ in maxes),
+        "cached_share": round(ours["cache_read"] / ours["input_tokens"], 4),
+        "cost_ratio_ontheia": ratio(ours["cost_usd"], layouts["ontheia"]["cost_usd"]),
+        "losses": losses,
+        "layouts": {"rah": layouts["rah"], "ontheia": layouts["ontheia"]},
+        "what_if_suffix_breakpoint": {**layouts["suffix_breakpoint"],
+                                      "cost_ratio_vs_cairn": ratio(layouts["suffix_breakpoint"]["cost_usd"], ours["cost_usd"])},
+    }
+    if latency is not None:
+        out["latency"] = latency
+    return out
+
+
+# -- latency: first token, Focus switch and full suffix -------------------------------------------
+def measure_latency(chat: Chat, ids: dict, calls: list[dict], first_token: list, build_times: list[float]) -> dict:
+    """The run's first tokens and request builds, then the chat's engine timed directly."""
+    log("timing suffix rebuilds")
+    engine = chat.engine
+    tabs = tuple(i for v in ids.values() for i in v[:1])[:10]
+    for p in tabs:  # warm-up pass
+        engine.set_focus(Focus(tabs, p))
+    rebuild = []
+    for k in range(REBUILD_SAMPLES):
+        f = Focus(tabs, tabs[k % len(tabs)])
+        t0 = time.perf_counter()
+        engine.set_focus(f)
+        rebuild.append(time.perf_counter() - t0)
+    assert engine.focus.primary == tabs[(REBUILD_SAMPLES - 1) % len(tabs)] and len(engine.focus.ordered) == 10
+    log("timing full suffixes")
+    sentence_pool = [s for topic in TOPICS.values() for s in topic[4]]
+    rng2 = random.Random(SEED + 1)
+    messages = [f"What did I note about this: {' '.join(rng2.choice(sentence_pool).split()[:9])}?"
+                for _ in range(FULL_SUFFIX_MESSAGES)]
+    for msg in ("warm one", "warm two", "warm three"):
+        engine.suffix(msg)
+    full, full_cached, n_passages = [], [], []
+    for msg in messages:
+        t0 = time.perf_counter()
+        sfx = engine.suffix(msg)
+        full.append(time.perf_counter() - t0)
+        n_passages.append(len(sfx.passages))
+    for msg in messages:
+        t0 = time.perf_counter()
+        engine.suffix(msg)
+        full_cached.append(time.perf_counter() - t0)
+
+    ft = [v for _, v in first_token if v is not None][:10]
+    ft_turns = [k for k, v in first_token if v is not None][:10]
+    ft_req = [c["t_first"] - c["t_call"] for c in calls if c["step"] == 0 and c["turn"] in ft_turns]
+    assert len(ft_req) == len(ft) == 10
+    return {
+        "suffix_rebuild_p50_ms": pct(rebuild, 50),
+        "suffix_rebuild_p95_ms": pct(rebuild, 95),
+        "suffix_full_p50_ms": pct(full, 50),
+        "suffix_full_p95_ms": pct(full, 95),
+        "suffix_full_cached_query_p50_ms": pct(full_cached, 50),
+        "suffix_full_passages_mean": round(float(np.mean(n_passages)), 2),
+        "first_token_ms": pct(ft, 50),
+        "first_token_p95_ms": pct(ft, 95),
+        "first_token_request_ms": pct(ft_req, 50),
+        "request_build_p50_ms": pct(build_times, 50),
+        "first_token_turns": ft_turns,
+    }
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -567,175 +802,72 @@ def main() -> dict:
     config.chat.background_context = True
     turns = conversation(ids, store, rng)
 
-    srv = FakeAnthropic().start()
-    provider = AnthropicProvider("test-key", MODEL, base_url=srv.base_url)
-    chat = Chat(store, config, provider, agent="orchestrator", searcher=searcher)
-    calls: list[dict] = []  # one per provider.stream call (= one HTTP request, no retries happen)
-    state = {"turn": 0, "step": 0}
-    build_times: list[float] = []
-    orig_stream, orig_request = provider.stream, chat.request
+    # The minimums: the table's for the default model, and the strict 2,048 (one run when they agree).
+    minimums = {"table": FACTS.min_cacheable, "strict": STRICT_MIN, "documented": DOCUMENTED_MIN}
+    assert min_cacheable_tokens(MODEL) == minimums["table"], "the fake's default is not the table's minimum"
+    levels = sorted(set(minimums.values()))
+    runs: dict[str, dict] = {}
+    latency: dict | None = None
+    for minimum in levels:
+        for script, gap, ttls in (("session", 0.0, ("5m",)), ("idle_gap", IDLE_GAP_S, ("5m", "1h"))):
+            for ttl in ttls:
+                name = f"{script}@{minimum}/{ttl}"
+                log(f"run {name}")
+                if script == "session" and minimum == FACTS.min_cacheable:
+                    # the latency run: a fresh Searcher (warmed on one unrelated query, as before), so
+                    # the earlier runs' query vectors for the same messages are not already cached
+                    fresh = Searcher(store, embedder)
+                    fresh.query_vector("warm up the embedder")
+                    r = run(store, fresh, config, turns, minimum=minimum, ttl=ttl, gap_s=gap, ids=ids)
+                    latency = r.pop("latency")
+                    log(f"  latency: {latency}")
+                else:
+                    r = run(store, searcher, config, turns, minimum=minimum, ttl=ttl, gap_s=gap)
+                r["script"] = script
+                r["minimum_is"] = [k for k, v in minimums.items() if v == minimum]
+                runs[name] = r
+                log(f"  cost ${r['cost_usd']:.4f} (RA-H ${r['cost_rah_usd']:.4f}, ratio {r['cost_ratio_rah']})"
+                    f"  prefix_reuse {r['prefix_reuse']}  cached_share {r['cached_share']}"
+                    f"  stable prefix {r['stable_prefix_tokens']} cacheable={r['stable_prefix_cacheable']}")
 
-    def stream(turn, cancel=None):
-        rec = {"turn": state["turn"], "step": state["step"], "suffix": turn.request.suffix,
-               "t_call": time.perf_counter(), "t_first": None}
-        state["step"] += 1
-        calls.append(rec)
-        for ev in orig_stream(turn, cancel):
-            if rec["t_first"] is None and ev.type in ("text", "tool_call"):
-                rec["t_first"] = time.perf_counter()
-            yield ev
-
-    def request(message, *, focus=None):
-        t = time.perf_counter()
-        out = orig_request(message, focus=focus)
-        build_times.append(time.perf_counter() - t)
-        return out
-
-    provider.stream = stream
-    chat.request = request
-
-    first_token, passages_per_turn, focus_changes = [], [], 0
-    log("running the 20-turn conversation")
-    for t in turns:
-        state["turn"], state["step"] = t["turn"], 0
-        if t["focus"] is not None:
-            chat.set_focus(t["focus"])
-            focus_changes += 1
-        for reply in t["replies"]:
-            srv.script.add(*reply)
-        t0, first = time.perf_counter(), None
-        for ev in chat.send(t["message"]):
-            if ev.type == "text" and first is None:
-                first = time.perf_counter()
-            if ev.type == "error":
-                raise RuntimeError(f"turn {t['turn']}: {ev.error}")
-        assert len(srv.script) == 0, f"turn {t['turn']} left scripted replies unused"
-        starts_with_text = isinstance(t["replies"][0][0], Text)
-        first_token.append((t["turn"], first - t0 if (first and starts_with_text) else None))
-        passages_per_turn.append(len(calls[-1]["suffix"].passages))
-    reqs = srv.model_requests()
-    assert not srv.errors, srv.errors
-    assert len(reqs) == len(calls), (len(reqs), len(calls))
-    assert all(r.status == 200 for r in reqs)
-    srv.stop()
-    log(f"conversation done: {len(turns)} turns, {len(reqs)} requests")
-
-    usages = [r.usage for r in reqs]
-    bodies = [r.body for r in reqs]
-    times = [r.time for r in reqs]
-    replies = [r.reply for r in reqs]
-    currents = [current_user_index(b, c["suffix"].text) for b, c in zip(bodies, calls)]
-    ours = totals(usages)
-    reuse, maxes = reuse_of(usages, bodies, times)
-
-    first_blocks = anthropic_blocks(bodies[0])
-    stable = sum(b.tokens for b in first_blocks if b.kind in ("tool", "system"))
-    losses = []
-    for i, (u, (mx, pos), call, body, rec) in enumerate(zip(usages, maxes, calls, bodies, reqs)):
-        read = u["cache_read_input_tokens"]
-        labels = block_labels(body, currents[i])
-        hit = rec.cache["hit_position"]
-        log(f"req {i:2d} turn {call['turn']:2d} step {call['step']}  in={u['input_tokens'] + read + u['cache_creation_input_tokens']:6d}"
-            f" read={read:6d} write={u['cache_creation_input_tokens']:5d} uncached={u['input_tokens']:5d}"
-            f" max_reusable={mx:6d} bps={rec.cache['breakpoints']} hit={hit}")
-        if read < mx:
-            losses.append({"request": i, "turn": call["turn"], "step": call["step"], "lost_tokens": mx - read,
-                           "read_ends_at": labels[hit] if hit is not None else None,
-                           "reusable_ends_at": labels[pos]})
-
-    log("replaying the conversation in the RA-H, Ontheia and suffix-breakpoint layouts")
-    layouts = {}
-    for name, fn in (("rah", layout_rah), ("ontheia", layout_ontheia), ("suffix_breakpoint", layout_suffix_bp)):
-        lb = [fn(b, c["suffix"], cur) for b, c, cur in zip(bodies, calls, currents)]
-        lu, lbodies, ltimes = replay(lb, replies)
-        lr, _ = reuse_of(lu, lbodies, ltimes)
-        layouts[name] = {**totals(lu), "prefix_reuse": round(lr, 4),
-                         "cached_share": round(sum(u["cache_read_input_tokens"] for u in lu) / totals(lu)["input_tokens"], 4)}
-        assert layouts[name]["output_tokens"] == ours["output_tokens"]
-
-    # -- latency: Focus switch and full suffix ---------------------------------------------------
-    log("timing suffix rebuilds")
-    engine = chat.engine
-    tabs = tuple(i for v in ids.values() for i in v[:1])[:10]
-    for p in tabs:  # warm-up pass
-        engine.set_focus(Focus(tabs, p))
-    rebuild = []
-    for k in range(REBUILD_SAMPLES):
-        f = Focus(tabs, tabs[k % len(tabs)])
-        t0 = time.perf_counter()
-        engine.set_focus(f)
-        rebuild.append(time.perf_counter() - t0)
-    assert engine.focus.primary == tabs[(REBUILD_SAMPLES - 1) % len(tabs)] and len(engine.focus.ordered) == 10
-    sentence_pool = [s for topic in TOPICS.values() for s in topic[4]]
-    rng2 = random.Random(SEED + 1)
-    messages = [f"What did I note about this: {' '.join(rng2.choice(sentence_pool).split()[:9])}?"
-                for _ in range(FULL_SUFFIX_MESSAGES)]
-    for msg in ("warm one", "warm two", "warm three"):
-        engine.suffix(msg)
-    full, full_cached, n_passages = [], [], []
-    for msg in messages:
-        t0 = time.perf_counter()
-        sfx = engine.suffix(msg)
-        full.append(time.perf_counter() - t0)
-        n_passages.append(len(sfx.passages))
-    for msg in messages:
-        t0 = time.perf_counter()
-        engine.suffix(msg)
-        full_cached.append(time.perf_counter() - t0)
-
-    ft = [v for _, v in first_token if v is not None][:10]
-    ft_turns = [k for k, v in first_token if v is not None][:10]
-    ft_req = [c["t_first"] - c["t_call"] for c in calls if c["step"] == 0 and c["turn"] in ft_turns]
-    turn_starts = [c for c in calls if c["step"] == 0 and c["turn"] in ft_turns]
-    assert len(ft_req) == len(ft) == len(turn_starts) == 10
-
-    cost_rah, cost_ont = layouts["rah"]["cost_usd"], layouts["ontheia"]["cost_usd"]
+    base = runs[f"session@{FACTS.min_cacheable}/5m"]
+    one_hour = {}
+    for minimum in levels:
+        short, long_ = runs[f"idle_gap@{minimum}/5m"], runs[f"idle_gap@{minimum}/1h"]
+        one_hour[str(minimum)] = {
+            "cost_5m_usd": short["cost_usd"], "cost_1h_usd": long_["cost_usd"],
+            "saving_usd": round(short["cost_usd"] - long_["cost_usd"], 6),
+            "pays": long_["cost_usd"] < short["cost_usd"],
+            "stable_prefix_cacheable": long_["stable_prefix_cacheable"],
+        }
     result = {
         "bench": "cache",
         "model": MODEL,
+        "default_model": DEFAULT_MODELS["anthropic"] == MODEL,
+        "prices_per_mtok": {"input": FACTS.input, "cache_write_5m": FACTS.cache_write_5m,
+                            "cache_write_1h": FACTS.cache_write_1h, "cache_read": FACTS.cache_read,
+                            "output": FACTS.output},
+        "minimums": {**minimums, "table_is_strict": minimums["table"] == minimums["strict"]},
+        "idle_gap_s": IDLE_GAP_S,
         "turns": len(turns),
-        "requests": len(reqs),
         "tool_turns": sum(1 for t in turns if len(t["replies"]) > 1),
-        "focus_changes": focus_changes - 1,  # the first set_focus opens the initial tabs
+        "focus_changes": sum(1 for t in turns if t["focus"] is not None) - 1,  # the first opens the tabs
         "nodes": counts.get("nodes"), "edges": counts.get("edges"), "chunks": counts.get("chunks"),
-        "passages_per_turn_mean": round(sum(passages_per_turn) / len(passages_per_turn), 2),
-        "stable_prefix_tokens": stable,
-        "min_cacheable_tokens": min_cacheable_tokens(MODEL),
-        "input_tokens": ours["input_tokens"],
-        "uncached_input": ours["uncached_input"],
-        "cache_read": ours["cache_read"],
-        "cache_write": ours["cache_write"],
-        "output_tokens": ours["output_tokens"],
-        "cost_usd": ours["cost_usd"],
-        "cost_rah_usd": cost_rah,
-        "cost_ontheia_usd": cost_ont,
-        "prefix_reuse": round(reuse, 4),
-        "reusable_max_tokens": sum(m for m, _ in maxes),
-        "cached_share": round(ours["cache_read"] / ours["input_tokens"], 4),
-        "cost_ratio_rah": round(ours["cost_usd"] / cost_rah, 4),
-        "cost_ratio_ontheia": round(ours["cost_usd"] / cost_ont, 4),
-        "suffix_rebuild_p50_ms": pct(rebuild, 50),
-        "suffix_rebuild_p95_ms": pct(rebuild, 95),
-        "suffix_full_p50_ms": pct(full, 50),
-        "suffix_full_p95_ms": pct(full, 95),
-        "suffix_full_cached_query_p50_ms": pct(full_cached, 50),
-        "suffix_full_passages_mean": round(float(np.mean(n_passages)), 2),
-        "first_token_ms": pct(ft, 50),
-        "first_token_p95_ms": pct(ft, 95),
-        "first_token_request_ms": pct(ft_req, 50),
-        "request_build_p50_ms": pct(build_times, 50),
-        "first_token_turns": ft_turns,
-        "losses": losses,
-        "layouts": {"rah": layouts["rah"], "ontheia": layouts["ontheia"]},
-        "what_if_suffix_breakpoint": {**layouts["suffix_breakpoint"],
-                                      "cost_ratio_vs_cairn": round(layouts["suffix_breakpoint"]["cost_usd"] / ours["cost_usd"], 4)},
-        "targets": {
-            "prefix_reuse>=0.99": "pass" if reuse >= 0.99 else "fail",
-            "cost_ratio_rah<=0.6": "pass" if ours["cost_usd"] / cost_rah <= 0.6 else "fail",
-            "suffix_rebuild_p50_ms<=2": "pass" if pct(rebuild, 50) <= 2 else "fail",
+        "stable_prefix_tokens": base["stable_prefix_tokens"],
+        "runs": runs,
+        "one_hour_ttl_pays": one_hour,
+        "cost_ratio_rah": {k: v["cost_ratio_rah"] for k, v in runs.items()},
+        "prefix_reuse": {k: v["prefix_reuse"] for k, v in runs.items()},
+        "cached_share": {k: v["cached_share"] for k, v in runs.items()},
+        # latency: measured once, on the session at the table's minimum (it does not depend on the minimum)
+        **latency,
+        "targets": {  # the session at the table's minimum, Cairn's default 5-minute TTL
+            "prefix_reuse>=0.99": "pass" if base["prefix_reuse"] >= 0.99 else "fail",
+            "cost_ratio_rah<=0.6": "pass" if base["cost_ratio_rah"] <= 0.6 else "fail",
+            "suffix_rebuild_p50_ms<=2": "pass" if latency["suffix_rebuild_p50_ms"] <= 2 else "fail",
         },
     }
-    chat.store.close()
+    store.close()
     return result
 
 

@@ -22,6 +22,8 @@ PROVIDERS = ("offline", "anthropic", "openai")
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1-mini", "offline": "offline"}
+# The cheaper sibling the "easy" agent runs on when no model is configured (core/agent/profiles.py).
+CHEAP_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-nano", "offline": "offline"}
 ANIMATION_LEVELS = ("none", "basic", "full")
 CITATION_CHECKS = ("off", "sent", "model")
 CACHE_TTLS = ("5m", "1h")
@@ -65,11 +67,26 @@ class ChatSettings:
     base_url: str = setting("", "an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1")
     agent: str = setting("orchestrator", "orchestrator | easy | worker | planner")
     background_context: bool = setting(True, "the top-10 hubs in the cached prefix (orchestrators only)")
-    cache_ttl: str = setting("5m", '"5m" or "1h" for the system part (Anthropic)', _one_of(CACHE_TTLS))
+    cache_ttl: str = setting("5m", '"5m" or "1h" for the system part (Anthropic); "1h" also asks OpenAI '
+                                  'to keep the prefix 24 hours where the model takes it', _one_of(CACHE_TTLS))
     timeout: float = setting(120.0, "seconds a provider may stay silent (before or during a reply) before Cairn "
                                     "gives up", _between(1, 3600, "seconds"))
     check_citations: str = setting("sent", "off | sent (flag [N]/[NODE:id] not in the context sent) | model "
                                            "(also ask the model)", _one_of(CITATION_CHECKS))
+    max_usd_per_day: float = setting(0.0, "USD the chat's requests may cost in a UTC day (stored usage, priced by "
+                                          "the model table); a request that would pass it is not sent (0 = no cap)",
+                                     _between(0, 1_000_000, "USD"))
+
+
+@dataclass
+class AgentSettings:
+    """the model each built-in agent runs on (a model of chat.provider); empty: the agent's default"""
+
+    orchestrator: str = setting("", "empty: chat.model (or the provider's default)")
+    easy: str = setting("", "empty: the provider's cheaper model (" + ", ".join(
+        f"{m} on {p}" for p, m in CHEAP_MODELS.items() if p != "offline") + "), or chat.model when that is set")
+    worker: str = setting("", "empty: chat.model (or the provider's default)")
+    planner: str = setting("", "empty: chat.model (or the provider's default)")
 
 
 @dataclass
@@ -130,6 +147,7 @@ class Config:
     path: Path | None = None
     user_name: str = setting("", 'what the model calls you; empty: "the user"')
     chat: ChatSettings = table(ChatSettings)
+    agents: AgentSettings = table(AgentSettings)
     privacy: PrivacySettings = table(PrivacySettings)
     mcp: McpSettings = table(McpSettings)
     memory: MemorySettings = table(MemorySettings)

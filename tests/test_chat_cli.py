@@ -145,3 +145,50 @@ def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
     with Store(db) as store:
         row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
     assert row["status"] == "incomplete"
+
+
+def test_context_names_the_models_cache_minimum_and_an_unknown_model(cli):
+    """The minimum comes from the model table; a model it does not know is said to be assumed."""
+    cmd, env, db, a, b = cli
+    rc, out, err = run(cmd, env, "context", "Where do otters live?", "--provider", "anthropic", "--json")
+    cache = json.loads(out)["cache"]
+    assert rc == 0 and cache["min_cacheable_tokens"] == 2048 and cache["model_known"] and cache["assumed"] == ""
+    rc, out, err = run(cmd, env, "context", "Where do otters live?", "--provider", "anthropic", "--model", "claude-next-9")
+    assert rc == 0, err
+    assert "caches prefixes from 4096 tokens" in out
+    assert "unknown model: assumed a 128,000-token window" in out
+
+
+def test_ask_and_chats_show_the_cost_in_money(cli, anth):
+    """The reply's usage line ends with its price (claude-sonnet-4-6 from the model table, cache writes at
+    the 5-minute price), `cairn chats` prices the chat's summed usage, and the offline chat has no price."""
+    cmd, env, db, a, b = cli
+    env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
+    anth.script.add(text("Otters live along rivers [1] and coasts."))
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--focus", a)
+    assert rc == 0, err
+    u = anth.last.usage  # what the fake reported: input_tokens is the uncached part
+    usd = (u["input_tokens"] * 3.00 + u["cache_creation_input_tokens"] * 3.75
+           + u["cache_read_input_tokens"] * 0.30 + u["output_tokens"] * 15.00) / 1e6
+    from core.chat.cost import usd as shown
+
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("chat ") and line.endswith(f" · {shown(usd)}") and usd > 0
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "anthropic", "--json",
+                       "--chat", "1")
+    assert rc == 0, err
+    second = json.loads(out)["cost"]
+    u2 = anth.last.usage
+    usd2 = (u2["input_tokens"] * 3.00 + u2["cache_creation_input_tokens"] * 3.75
+            + u2["cache_read_input_tokens"] * 0.30 + u2["output_tokens"] * 15.00) / 1e6
+    assert abs(second["usd"] - usd2) < 1e-9 and second["label"] == shown(usd2)
+    rc, out, err = run(cmd, env, "ask", "Where do otters live?", "--provider", "offline")
+    assert rc == 0, err
+    assert out.strip().splitlines()[-1].endswith(" · no price")
+    rc, out, err = run(cmd, env, "chats", "--json")
+    chats = {c["provider"]: c for c in json.loads(out)}
+    assert abs(chats["anthropic"]["cost"]["usd"] - (usd + usd2)) < 1e-9
+    assert chats["offline"]["cost"]["label"] == "no price"
+    rc, out, err = run(cmd, env, "chats")
+    assert rc == 0, err
+    assert f"· {shown(usd + usd2)} ·" in out and "· no price ·" in out

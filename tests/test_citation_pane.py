@@ -61,6 +61,16 @@ async def start(pilot, app) -> None:
     assert app.services.config.chat.provider == "anthropic"
 
 
+def priced(*usages: dict) -> str:
+    """What the pane shows for these requests to the fake's model, from the model table."""
+    from core.chat.cost import NO_PRICE, Pricer
+
+    total = NO_PRICE
+    for usage in usages:
+        total = total + Pricer().price(usage, "anthropic", "claude-sonnet-4-6")
+    return total.label()
+
+
 def status(app) -> str:
     return plain(app.query_one("#chat-status"))
 
@@ -172,6 +182,13 @@ def test_the_usage_line_adds_side_requests_and_fits_80_columns():
     line = reply_meta_line(reply, "complete", {"summary": summary, "citation_check": judge})
     assert line == ("in 2,345 (cache r 0 w 2,100) · out 67 · complete · + check 412 in/38 out"
                     " · + summary 9,876 in/543 out")
+    # the price comes last (the reply's and its side requests'), and counts in the width
+    assert reply_meta_line(reply, "complete", None, "$0.0123") == (
+        "in 2,345 (cache read 0, write 2,100) · out 67 · complete · $0.0123")
+    assert reply_meta_line(tiny, "complete", {"citation_check": judge}, "$0.0123") == (
+        "in 812 (cache r 0 w 0) · out 67 · complete · + check 412 in/38 out · $0.0123")  # short label: 80 columns
+    assert reply_meta_line(reply, "complete", {"citation_check": judge}, "price unknown (model x)").endswith(
+        " · + check 412 in/38 out · price unknown (model x)")  # kept whole, past 80 columns if it must
     for shown in (reply_meta_line(tiny, "complete", {"citation_check": judge}), reply_meta_line(
             reply, "complete", {"citation_check": judge}), reply_meta_line(big, "complete", {"citation_check": judge})):
         assert len(shown) <= META_WIDTH
@@ -198,12 +215,14 @@ async def test_the_status_says_citations_are_being_checked_and_the_usage_line_co
                                     "(The note says flour and water, not daily.)"]
         answer, judge = [normalised(r.usage) for r in srv.model_requests()]
         meta = metas(app)[-1]
-        assert meta == reply_meta_line(answer, "complete", {"citation_check": judge})
+        # the reply's price counts its citation check's (claude-sonnet-4-6, writes at 5 minutes)
+        assert meta == reply_meta_line(answer, "complete", {"citation_check": judge}, priced(answer, judge))
+        assert priced(answer, judge) != priced(answer) and meta.endswith(" · " + priced(answer, judge))
         assert f"{judge['input']:,} in" in meta and f"{judge['output']:,} out" in meta and judge["input"] > 0
-        # the chat's total counts both requests
+        # the chat's total counts both requests, in tokens and in money
         both = {k: answer[k] + judge[k] for k in answer}
         assert status(app).endswith(f"in {both['input']:,} (cache read {both['cache_read']:,}, write "
-                                    f"{both['cache_write']:,}) · out {both['output']:,}")
+                                    f"{both['cache_write']:,}) · out {both['output']:,} · {priced(answer, judge)}")
         shown_status = status(app)
 
         await reopen(pilot, app, pane)  # the same line from what was stored
@@ -301,7 +320,7 @@ async def test_a_turn_that_made_a_rolling_summary_shows_its_tokens(db_path, stor
         assert summary_req.body["system"][0]["text"].startswith("Summarise the conversation")
         summary, answer = normalised(summary_req.usage), normalised(answer_req.usage)
         meta = metas(app)[-1]
-        assert meta == reply_meta_line(answer, "complete", {"summary": summary})
+        assert meta == reply_meta_line(answer, "complete", {"summary": summary}, priced(answer, summary))
         assert f"+ summary {summary['input']:,} in" in meta and summary["input"] > 0
 
         await reopen(pilot, app, pane)

@@ -38,7 +38,7 @@ from fakes.tokens import (
     openai_blocks,
 )
 
-SONNET = "claude-sonnet-4-6"  # minimum cacheable prefix 1,024 tokens
+SONNET = "claude-sonnet-4-5"  # minimum cacheable prefix 1,024 tokens (the model table)
 HAIKU = "claude-haiku-4-5"  # 4,096
 GPT = "gpt-4o-mini"
 
@@ -136,12 +136,13 @@ def test_common_prefix_counts_inside_a_differing_block():
 
 
 def test_min_cacheable_tokens_table():
-    assert min_cacheable_tokens("claude-sonnet-4-6") == 1024
-    assert min_cacheable_tokens("claude-opus-4-1") == 1024
+    assert min_cacheable_tokens("claude-sonnet-4-6") == 2048  # the stricter of 1,024 and 2,048
+    assert min_cacheable_tokens("claude-sonnet-4-5") == 1024
     assert min_cacheable_tokens("claude-opus-4-5-20251101") == 4096
     assert min_cacheable_tokens("claude-haiku-4-5") == 4096
-    assert min_cacheable_tokens("claude-3-5-haiku-latest") == 2048
-    assert min_cacheable_tokens("claude-sonnet-4-6", {"sonnet-4-6": 2048}) == 2048
+    assert min_cacheable_tokens("claude-unknown-9") == 4096  # not in the table: its strictest
+    assert min_cacheable_tokens("claude-unknown-9", default=1024) == 1024
+    assert min_cacheable_tokens("claude-sonnet-4-5", {"sonnet-4-5": 2048}) == 2048
     assert min_cacheable_tokens("anything", 10) == 10
 
 
@@ -576,8 +577,8 @@ def test_openai_non_streaming(oai, oclient):
     assert r.choices[0].message.content == "ok" and r.usage.prompt_tokens == 1
 
 
-def o_long(system_tokens: int, user: str = "hi", **extra) -> dict:
-    return {"model": GPT, "messages": [{"role": "system", "content": long_text(system_tokens)}, {"role": "user", "content": user}], **extra}
+def o_long(system_tokens: int, user: str = "hi", model: str = GPT, **extra) -> dict:
+    return {"model": model, "messages": [{"role": "system", "content": long_text(system_tokens)}, {"role": "user", "content": user}], **extra}
 
 
 def cached(chunks) -> tuple[int, int]:
@@ -616,9 +617,10 @@ def test_openai_prompt_cache_key_and_ttl(oai, oclient):
     assert oai.last.body["prompt_cache_key"] == "chat-1"
     oai.advance_time(301)
     assert cached(o_stream(oclient, **o_long(1500, prompt_cache_key="chat-1")))[1] == 0
-    o_stream(oclient, **o_long(1600, prompt_cache_key="long", prompt_cache_retention="24h"))
+    # extended retention: only on the models that take it (gpt-4.1 does, gpt-4o-mini does not)
+    o_stream(oclient, **o_long(1600, prompt_cache_key="long", prompt_cache_retention="24h", model="gpt-4.1"))
     oai.advance_time(3600 * 23)
-    assert cached(o_stream(oclient, **o_long(1600, prompt_cache_key="long")))[1] == 1536
+    assert cached(o_stream(oclient, **o_long(1600, prompt_cache_key="long", model="gpt-4.1")))[1] == 1536
 
 
 @pytest.mark.parametrize("fault, exc, status", [
@@ -734,3 +736,232 @@ def test_servers_stop_cleanly_with_slow_reply_pending():
     t = time.monotonic()
     srv.stop()
     assert time.monotonic() - t < 2
+
+
+# == tool-call pairing: the fakes refuse what the real APIs refuse ==========================================
+A_TOOL = {"name": "queryNodes", "description": "Find nodes.", "input_schema": {"type": "object", "properties": {}}}
+
+
+def a_tool_history(*after_call: dict, call_id: str = "toolu_1") -> list[dict]:
+    return [{"role": "user", "content": [{"type": "text", "text": "find my notes"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": "queryNodes", "input": {}}]},
+            *after_call]
+
+
+def a_result(call_id: str = "toolu_1") -> dict:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "[]"}]}
+
+
+def refused_by_anthropic(aclient, **kw) -> str:
+    with pytest.raises(anthropic.BadRequestError) as info:
+        aclient.messages.create(model=SONNET, max_tokens=64, **kw)
+    assert info.value.status_code == 400
+    return info.value.body["error"]["message"]
+
+
+def test_anthropic_refuses_a_tool_use_not_answered_in_the_next_message(anth, aclient):
+    later = {"role": "user", "content": [{"type": "text", "text": "and now?"}]}
+    message = refused_by_anthropic(aclient, tools=[A_TOOL], messages=a_tool_history(later))
+    assert message == ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                       "toolu_1. Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+    # answered for one id of two: still refused, naming the other
+    two = a_tool_history(a_result("toolu_1"))
+    two[1]["content"].append({"type": "tool_use", "id": "toolu_2", "name": "queryNodes", "input": {}})
+    assert "found without `tool_result` blocks immediately after: toolu_2." in refused_by_anthropic(
+        aclient, tools=[A_TOOL], messages=two)
+    # the call ends the request: nothing answers it either
+    assert "toolu_1" in refused_by_anthropic(aclient, tools=[A_TOOL], messages=a_tool_history())
+    # answered: accepted
+    ok = aclient.messages.create(model=SONNET, max_tokens=64, tools=[A_TOOL], messages=a_tool_history(a_result()))
+    assert ok.content[0].text == "ok"
+
+
+def test_anthropic_refuses_a_tool_result_that_answers_no_tool_use_of_the_message_before(anth, aclient):
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"},
+                                             {"type": "text", "text": "go on"}]}]
+    assert refused_by_anthropic(aclient, tools=[A_TOOL], messages=messages) == (
+        "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_9. Each `tool_result` "
+        "block must have a corresponding `tool_use` block in the previous message.")
+    # an answer to a call two messages back is no answer either
+    late = a_tool_history(a_result(), {"role": "assistant", "content": [{"type": "text", "text": "none"}]}, a_result())
+    assert "messages.4.content.0: unexpected `tool_use_id`" in refused_by_anthropic(aclient, tools=[A_TOOL],
+                                                                                     messages=late)
+
+
+def test_anthropic_refuses_tool_blocks_without_tools(anth, aclient):
+    assert refused_by_anthropic(aclient, messages=a_tool_history(a_result())) == (
+        "Requests which include `tool_use` or `tool_result` blocks must define tools.")
+    assert anth.requests[-1].status == 400 and not anth.requests[-1].reply  # no scripted reply was spent
+
+
+def refused_by_openai(oclient, messages) -> tuple[str, str | None]:
+    with pytest.raises(openai.BadRequestError) as info:
+        oclient.chat.completions.create(model=GPT, messages=messages, tools=[{"type": "function", "function": {
+            "name": "queryNodes", "parameters": {"type": "object", "properties": {}}}}])
+    assert info.value.status_code == 400
+    return info.value.body["message"], info.value.body["param"]
+
+
+def o_call(*ids: str) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "queryNodes", "arguments": "{}"}} for i in ids]}
+
+
+def test_openai_refuses_tool_calls_not_followed_by_a_tool_message_per_id(oai, oclient):
+    user = {"role": "user", "content": "find my notes"}
+    message, param = refused_by_openai(oclient, [user, o_call("call_1"), {"role": "user", "content": "and now?"}])
+    assert message == ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                       "'tool_call_id'. The following tool_call_ids did not have response messages: call_1")
+    assert param == "messages.[1].role"
+    answered_one = [user, o_call("call_1", "call_2"), {"role": "tool", "tool_call_id": "call_1", "content": "[]"}]
+    assert refused_by_openai(oclient, answered_one)[0].endswith("did not have response messages: call_2")
+    ok = oclient.chat.completions.create(model=GPT, messages=[
+        user, o_call("call_1", "call_2"), {"role": "tool", "tool_call_id": "call_1", "content": "[]"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "[]"}])
+    assert ok.choices[0].message.content == "ok"
+
+
+def test_openai_refuses_a_tool_message_that_answers_no_tool_call(oai, oclient):
+    message, param = refused_by_openai(oclient, [{"role": "user", "content": "hi"},
+                                                 {"role": "tool", "tool_call_id": "call_9", "content": "x"}])
+    assert message == ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                       "with 'tool_calls'.")
+    assert param == "messages.[1].role"
+
+
+# ------------------------------------------------------------------------------------------------
+# The fakes refuse what the real APIs refuse (400 through the real SDK), with the product's model table
+
+
+def a_refused(client, **kw) -> str:
+    kw.setdefault("model", SONNET)
+    kw.setdefault("max_tokens", 64)
+    kw.setdefault("messages", [{"role": "user", "content": "hi"}])
+    with pytest.raises(anthropic.BadRequestError) as e:
+        client.messages.create(**kw)
+    assert e.value.status_code == 400 and e.value.body["error"]["type"] == "invalid_request_error"
+    return e.value.api_message
+
+
+def test_anthropic_refuses_empty_text_blocks(anth, aclient):
+    empty = [{"type": "text", "text": ""}, {"type": "text", "text": "hi"}]
+    assert "text content blocks must be non-empty" in a_refused(aclient, messages=[{"role": "user", "content": empty}])
+    assert "text content blocks must be non-empty" in a_refused(aclient, system=[{"type": "text", "text": ""}])
+    marked = [{"type": "text", "text": "", "cache_control": {"type": "ephemeral"}}]
+    assert a_refused(aclient, messages=[{"role": "user", "content": marked}]) == \
+        "cache_control cannot be set for empty text blocks"
+    assert "must have non-empty content" in a_refused(aclient, messages=[{"role": "user", "content": ""}])
+    # an empty final assistant message (a prefill) is allowed
+    aclient.messages.create(model=SONNET, max_tokens=5, messages=[{"role": "user", "content": "hi"},
+                                                                  {"role": "assistant", "content": ""}])
+    assert anth.cache.live_entries() == []
+
+
+def test_anthropic_refuses_bad_tool_definitions(anth, aclient):
+    ok = {"name": "searchContent", "input_schema": {"type": "object", "properties": {}}}
+    assert "String should match pattern" in a_refused(aclient, tools=[dict(ok, name="search content")])
+    assert "String should match pattern" in a_refused(aclient, tools=[dict(ok, name="x" * 65)])
+    assert "input_schema: Field required" in a_refused(aclient, tools=[{"name": "t"}])
+    assert "input_schema.type: Input should be 'object'" in a_refused(aclient, tools=[dict(ok, input_schema={})])
+    assert "unique" in a_refused(aclient, tools=[ok, ok])
+    aclient.messages.create(model=SONNET, max_tokens=5, tools=[ok, dict(ok, name="x" * 64)],
+                            messages=[{"role": "user", "content": "hi"}])
+
+
+def test_anthropic_refuses_max_tokens_above_the_models_output(anth, aclient):
+    from core.providers.models import facts
+
+    limit = facts(SONNET, "anthropic").max_output
+    # streamed: the SDK itself refuses a non-streamed request this long
+    message = a_refused(aclient, max_tokens=limit + 1, stream=True)
+    assert message == f"max_tokens: {limit + 1} > {limit}, which is the maximum allowed number of output tokens for {SONNET}"
+    list(aclient.messages.create(model=SONNET, max_tokens=limit, messages=[{"role": "user", "content": "hi"}], stream=True))
+
+
+def test_anthropic_refuses_a_prompt_longer_than_the_window(anth, aclient):
+    from core.providers.models import facts
+
+    window = facts(SONNET, "anthropic").context_window
+    assert window == 200_000
+    big = long_text(window + 1)
+    assert a_refused(aclient, messages=[{"role": "user", "content": big}]) == \
+        f"prompt is too long: {window + 1} tokens > {window} maximum"
+    fits = long_text(window - 100)
+    assert "exceed context limit" in a_refused(aclient, max_tokens=101, messages=[{"role": "user", "content": fits}])
+    aclient.messages.create(model=SONNET, max_tokens=99, messages=[{"role": "user", "content": fits}])
+
+
+def test_anthropic_breakpoint_limits_and_ttl_order_messages(anth, aclient):
+    cc, hour = {"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}
+    five = [{"type": "text", "text": f"b{i}", "cache_control": cc} for i in range(5)]
+    assert a_refused(aclient, messages=[{"role": "user", "content": five}]) == \
+        "A maximum of 4 blocks with cache_control may be provided. Found 5."
+    assert "ttl='1h' must not come after" in a_refused(aclient, system=[
+        {"type": "text", "text": "a", "cache_control": cc}, {"type": "text", "text": "b", "cache_control": hour}])
+    # the other order is the documented one
+    aclient.messages.create(model=SONNET, max_tokens=5, system=[
+        {"type": "text", "text": "a", "cache_control": hour}, {"type": "text", "text": "b", "cache_control": cc}],
+        messages=[{"role": "user", "content": "hi"}])
+
+
+def test_the_fake_and_the_product_read_one_table(anth, aclient):
+    """The fake's minimum for each model is the product's (core/providers/models.py)."""
+    from core.providers import models
+
+    for name, row in models.MODELS.items():
+        if row.provider == "anthropic":
+            assert anth.min_tokens_for(name) == row.min_cacheable
+            assert anth.min_tokens_for(name + "-20260101") == row.min_cacheable
+    assert anth.min_tokens_for("claude-next-9") == models.STRICTEST.min_cacheable
+    # Sonnet 4.6 caches from 2,048 tokens, not 1,024 (anthropic-sdk-python issue 1194)
+    for _ in range(2):
+        _, m = a_stream(aclient, **cached_request(1500, model="claude-sonnet-4-6"))
+        assert m.usage.cache_read_input_tokens == 0 and m.usage.cache_creation_input_tokens == 0
+    a_stream(aclient, **cached_request(2100, model="claude-sonnet-4-6"))
+    _, m = a_stream(aclient, **cached_request(2100, model="claude-sonnet-4-6"))
+    assert m.usage.cache_read_input_tokens == 2100
+
+
+def o_refused(client, **kw):
+    kw.setdefault("model", GPT)
+    kw.setdefault("messages", [{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(**kw)
+    assert e.value.status_code == 400
+    return e.value
+
+
+def test_openai_refuses_what_openai_refuses(oai, oclient):
+    from core.providers.models import facts
+
+    err = o_refused(oclient, model="gpt-5-mini", max_tokens=100)
+    assert err.code == "unsupported_parameter" and "Use 'max_completion_tokens' instead" in err.message
+    limit = facts(GPT, "openai").max_output
+    err = o_refused(oclient, max_completion_tokens=limit + 1)
+    assert f"supports at most {limit} completion tokens" in err.message and err.param == "max_completion_tokens"
+    err = o_refused(oclient, prompt_cache_retention="24h")  # gpt-4o-mini does not take it
+    assert err.param == "prompt_cache_retention"
+    err = o_refused(oclient, prompt_cache_retention="forever", model="gpt-4.1")
+    assert "Supported values are" in err.message
+    window = facts(GPT, "openai").context_window
+    err = o_refused(oclient, messages=[{"role": "user", "content": long_text(window + 1)}])
+    assert err.code == "context_length_exceeded" and f"maximum context length is {window} tokens" in err.message
+    err = o_refused(oclient, max_completion_tokens=200, messages=[{"role": "user", "content": long_text(window - 100)}])
+    assert "in the completion" in err.message
+    # what it takes
+    oclient.chat.completions.create(model="gpt-5-mini", max_completion_tokens=100, messages=[{"role": "user", "content": "hi"}])
+    oclient.chat.completions.create(model="gpt-4.1", prompt_cache_retention="24h", messages=[{"role": "user", "content": "hi"}])
+    assert oai.last.cache["output_limit"] is None
+
+
+def test_openai_compatible_server_reads_max_tokens_only():
+    """Ollama's OpenAI compatibility lists max_tokens and not max_completion_tokens, nor the retention."""
+    with FakeOpenAI(compatible=True) as srv, openai.OpenAI(api_key="local", base_url=srv.base_url, max_retries=0) as c:
+        c.chat.completions.create(model="llama3.2", max_completion_tokens=50, prompt_cache_retention="24h",
+                                  messages=[{"role": "user", "content": "hi"}])
+        assert srv.last.cache["output_limit"] is None  # ignored, as Ollama ignores it
+        assert srv.last.cache["prompt_cache_retention"] is None
+        c.chat.completions.create(model="llama3.2", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+        assert srv.last.cache["output_limit"] == 50

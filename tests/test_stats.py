@@ -19,10 +19,10 @@ def stamp(dt: datetime) -> str:
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def chat_row(store, provider: str | None, parent: int | None = None) -> int:
+def chat_row(store, provider: str | None, parent: int | None = None, model: str = "m") -> int:
     meta = json.dumps({"parent_chat_id": parent} if parent else {})
     cur = store.db.execute("INSERT INTO chats(title, provider, model, metadata, created_at, updated_at)"
-                           " VALUES ('t', ?, 'm', ?, ?, ?)", (provider, meta, stamp(NOW), stamp(NOW)))
+                           " VALUES ('t', ?, ?, ?, ?, ?)", (provider, model, meta, stamp(NOW), stamp(NOW)))
     return cur.lastrowid
 
 
@@ -87,6 +87,29 @@ def test_tokens_this_week_per_provider_leave_out_older_replies(store):
     assert stats.collect(store, now=NOW + timedelta(days=40))["tokens_this_week"]["by_provider"] == {}
 
 
+def test_spending_this_week_per_provider_prices_replies_and_side_requests_by_model(store):
+    haiku = chat_row(store, "anthropic", model="claude-haiku-4-5")  # $1 in, $1.25 5m write, $0.10 read, $5 out
+    mini = chat_row(store, "openai", model="gpt-4.1-mini")  # $0.40 in, $0.10 cached, $1.60 out
+    offline = chat_row(store, "offline", model="")
+    reply(store, haiku, 1, input=31_000, output=2_000, cache_write=10_000, cache_read=20_000)
+    reply(store, haiku, 8, input=9_999_999)  # older than the week
+    reply(store, mini, 2, input=10_000, output=1_000, cache_read=5_000)
+    reply(store, offline, 0, input=0, output=0)
+    # a side request (the citation judge) on its sent_log row, under its own provider and model
+    store.db.execute("INSERT INTO sent_log(chat_id, provider, model, node_ids, purpose, usage, created_at)"
+                     " VALUES (?, 'anthropic', 'claude-haiku-4-5', '[]', 'citation_check', ?, ?)",
+                     (haiku, json.dumps({"input": 4_000, "output": 100, "cache_write": 0, "cache_read": 0}),
+                      stamp(NOW - timedelta(hours=1))))
+    spend = stats.collect(store, Config(), NOW)["tokens_this_week"]["spend_by_provider"]
+    # haiku: 1,000 x 1 + 10,000 x 1.25 + 20,000 x 0.10 + 2,000 x 5 = 25,500; judge 4,000 + 500 = 4,500
+    assert spend["anthropic"]["label"] == "$0.0300" and round(spend["anthropic"]["usd"], 9) == 0.03
+    # mini: 5,000 x 0.40 + 5,000 x 0.10 + 1,000 x 1.60 = 4,100
+    assert spend["openai"]["label"] == "$0.004100"
+    assert spend["offline"] == {"usd": None, "unknown_models": [], "label": "no price"}
+    rows = dict(stats.lines(stats.collect(store, Config(), NOW)))
+    assert rows["Spent, last 7 days, anthropic"] == "$0.0300" and rows["Spent, last 7 days, offline"] == "no price"
+
+
 def test_lines_for_people():
     rows = dict(stats.lines({
         "nodes": {"total": 3, "note": 2, "memory": 1, "other": 0}, "edges": 1, "chunks": 4,
@@ -136,6 +159,8 @@ def test_cairn_stats_json_and_text(cairn_cmd, cli_env):
     r = run("stats")
     assert r.returncode == 0 and "Nodes" in r.stdout and "2 (1 note, 1 memory, 0 other)" in r.stdout
     assert "Tokens, last 7 days, openai" in r.stdout and "42 sent" in r.stdout
+    assert data["tokens_this_week"]["spend_by_provider"]["openai"]["label"] == "price unknown (model m)"
+    assert "Spent, last 7 days, openai" in r.stdout and "price unknown (model m)" in r.stdout
     with Store(home / "cairn.db") as s:  # stats only reads: the memory past the policy is still there
         assert s.get_node(old["id"])
 

@@ -125,7 +125,7 @@ async def test_offline_answer_is_cited_and_a_source_opens_its_node(notes, db_pat
         sources = app.query_one(SourceList)
         labels = [str(o.prompt) for o in sources.options]
         assert labels[0] == "[1] Sourdough starter"
-        assert metas(app) and metas(app)[-1].endswith("complete")
+        assert metas(app) and metas(app)[-1].endswith("· complete · no price")  # offline: nothing billed
         assert pane.query_one(ChatInput).text == ""
 
         sources.focus()
@@ -155,7 +155,7 @@ async def test_anthropic_reply_streams_with_usage_and_alt_enter_sends(notes, db_
             pane = app.query_one(ChatPane)
             assert pane.query(".reply").last().source == "Hello from the fake model, streamed in several pieces."
             meta = metas(app)[-1]
-            assert meta.startswith("in ") and "cache read" in meta and "· out " in meta and meta.endswith("complete")
+            assert meta.startswith("in ") and "cache read" in meta and "· out " in meta and " · complete · $" in meta
             assert "claude-sonnet-4-6" in str(app.query_one("#right").border_title)
             assert not errors(app)
         assert srv.errors == []
@@ -203,7 +203,7 @@ async def test_partial_reply_is_kept_and_alt_enter_never_stops(notes, db_path, s
         await pilot.press("escape")
         assert pane.stop_pending
         await wait_for(pilot, lambda: metas(app), what="the stopped reply")
-        assert metas(app)[-1].endswith("incomplete (stopped)")
+        assert " · incomplete (stopped) · " in metas(app)[-1]
         assert pane.query(".reply").last().source == "Partial answer so far"
     row = store.db.execute("SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
     assert row["status"] == "incomplete"
@@ -230,7 +230,7 @@ async def test_model_edits_need_confirmation_and_created_nodes_are_listed(notes,
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
             await pilot.press("y")
             await wait_for(pilot, lambda: metas(app), what="the reply")
-            assert metas(app)[-1].endswith("complete")
+            assert " · complete · $" in metas(app)[-1]
             activity = plain(app.query(".reply-activity").last())
             assert "→ createEdge" in activity and "→ createNode" in activity
             labels = [str(o.prompt) for o in app.query(SourceList).last().options]
@@ -322,7 +322,7 @@ async def test_connection_refused_is_shown_inline(db_path, monkeypatch):
         await type_and_send(pilot, app, "anyone there?")
         await wait_for(pilot, lambda: errors(app), timeout=30, what="the inline error")
         assert "connect" in errors(app)[-1].lower()
-        assert metas(app)[-1].endswith("incomplete")
+        assert " · incomplete · " in metas(app)[-1]
 
 
 async def test_chat_list_resumes_an_earlier_chat(notes, db_path, store, embedder):
@@ -377,7 +377,7 @@ async def test_a_chat_keeps_its_first_message_as_its_title(notes, db_path, store
 
 
 async def test_the_chat_list_wraps_a_chats_facts_under_its_title_at_80x24(notes, db_path, store):
-    """A chat's facts (id, replies, agent, model, time, tokens) wrap between parts, each line indented
+    """A chat's facts (id, replies, agent, model, time, tokens, price) wrap between parts, each line indented
     under the title, never a fragment such as "out 0" at the left edge."""
     from tui.screens.chat_list import ChatListScreen
 
@@ -399,7 +399,8 @@ async def test_the_chat_list_wraps_a_chats_facts_under_its_title_at_80x24(notes,
         assert title == "tomato plants in the sun" and len(facts) >= 2  # the facts did not fit one line
         assert all(line.startswith("  #1 · 1 reply") or line.startswith("  ") for line in facts)
         assert all(len(line) <= room for line in facts), (room, facts)  # the list never wraps them itself
-        assert "in 0 out 0" in facts[-1] and "claude-sonnet-4-6" in " ".join(facts)
+        assert "in 0 out 0" in " ".join(facts) and "claude-sonnet-4-6" in " ".join(facts)
+        assert "in 0 out 0 · no price" in facts[-1]  # an offline chat's price, after its tokens
 
 
 # -- viewer and help ---------------------------------------------------------------------------------------
@@ -417,7 +418,7 @@ async def test_viewer_shows_blocks_focus_changes_and_never_the_key(notes, db_pat
         assert names[:2] == ["tools", "system"] and "focus" in names and "datetime" in names
         assert "set (from $ANTHROPIC_API_KEY)" in plain(viewer.query_one("#viewer-key"))
         summary = plain(viewer.query_one("#viewer-summary"))
-        assert "caches prefixes from 1,024 tokens" in summary
+        assert "caches prefixes from 2,048 tokens" in summary  # claude-sonnet-4-6, the model table
 
         focus_text = lambda: plain(viewer.query_one("#block-focus .block-text"))
         app.post_message(FocusChanged(Focus(open=(notes["sourdough"],), primary=notes["sourdough"])))
@@ -524,7 +525,7 @@ async def test_the_chat_total_is_shown_whole_at_120x40(notes, db_path):
         await wait_for(pilot, lambda: app.query(SourceList) and not pane.streaming, what="the offline answer")
         await pilot.pause()
         status = plain(pane.query_one("#chat-status"))
-        assert status.startswith(f"chat #{pane.chat_id} · total in 0") and status.endswith("· out 0")
+        assert status.startswith(f"chat #{pane.chat_id} · total in 0") and status.endswith("· out 0 · no price")
         lines = screen_text(app).splitlines()
         at = next(i for i, line in enumerate(lines) if f"chat #{pane.chat_id} · total" in line)
         shown = re.sub(r"[│ ]+", " ", " ".join(lines[at:at + 2]))  # the status, wrapped, and the next row

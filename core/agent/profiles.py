@@ -24,12 +24,16 @@ class Agent:
     description: str
     instructions: str
     tools: tuple[str, ...]
-    model: str | None = None  # None: the configured model
+    model: str | None = None  # None: the configured model (agents.<name> in the config beats both)
     cheap_model: bool = False  # prefer the provider's smaller model when no model is configured
     background: bool = False  # hubs in the cached prefix (orchestrators only)
     auto_read: bool = True  # retrieved passages in each message's suffix
+    # Two lists, never mixed (Ontheia's read namespaces vs tool_read_namespaces), both set in the
+    # profiles only (not in the config): read_scope limits what is injected automatically
+    # (core/chat/context.py `_readable`); tool_scope limits what the node-reading tools may reach
+    # (queryNodes, getNodesById, searchContent, queryEdges; sqliteQuery is refused under a scope).
     read_scope: tuple[str, ...] = ()  # dimensions retrieval may read; empty: all
-    tool_scope: tuple[str, ...] = ()  # dimensions the search tool may reach; empty: all
+    tool_scope: tuple[str, ...] = ()  # dimensions the read tools may reach; empty: all
     allow_write: bool = False  # save run input (80+ chars) and output as type='memory' nodes
 
 
@@ -73,6 +77,38 @@ def get(name: str) -> Agent:
         return BUILT_IN[name]
     except KeyError:
         raise InvalidInput(f"Unknown agent {name!r}; the agents are {', '.join(BUILT_IN)}.") from None
+
+
+def model_for(agent: Agent, config, provider: str) -> str | None:
+    """The model `agent` runs on with `provider`: `agents.<name>` in the config, else the profile's own
+    model, else for a cheap_model agent with no chat.model configured the provider's cheaper model
+    (core/config.py CHEAP_MODELS). None: the provider's model as given (chat.model or its default)."""
+    from core.config import CHEAP_MODELS
+
+    if provider == "offline":
+        return None
+    configured = getattr(getattr(config, "agents", None), agent.name, "")
+    if configured:
+        return configured
+    if agent.model:
+        return agent.model
+    if agent.cheap_model and not config.chat.model:
+        return CHEAP_MODELS.get(provider)
+    return None
+
+
+def facts(agent: Agent, model: str) -> dict:
+    """What `cairn context` and the Context viewer show of the agent a request is for."""
+    return {"name": agent.name, "model": model, "read_scope": list(agent.read_scope),
+            "tool_scope": list(agent.tool_scope)}
+
+
+def facts_line(agent: Agent, model: str) -> str:
+    def scope(s: tuple[str, ...]) -> str:
+        return ", ".join(s) if s else "all"
+
+    return (f"agent {agent.name} on {model} · retrieval reads {scope(agent.read_scope)} · "
+            f"tools reach {scope(agent.tool_scope)}")
 
 
 def resolve_instructions(text: str, values: dict[str, str]) -> str:

@@ -115,6 +115,9 @@ class ToolContext:
     store: Store
     searcher: Any
     policy: SendPolicy = field(default_factory=SendPolicy)  # what may be sent to the model or MCP client
+    # The agent's tool_scope (core/agent/profiles.py): dimensions the node-reading tools (queryNodes,
+    # getNodesById, searchContent, queryEdges) may reach; empty: all. Separate from read_scope.
+    tool_scope: tuple[str, ...] = ()
     confirm: Callable[[str, dict], bool] | None = None  # asks the user; None: refuse
     delegate: Callable[[str, str], str] | None = None
     activate_skill: Callable[[str], str] | None = None  # the chat loads a skill and records it
@@ -149,8 +152,15 @@ class ToolRunner:
             raise ToolError(f"Bad arguments for {name}: {exc}.") from None
 
     # -- privacy ---------------------------------------------------------------------------------
+    def _reachable(self, node: dict) -> bool:
+        """Not private to this provider and inside the agent's tool scope."""
+        if not self.ctx.policy.allows(node):
+            return False
+        scope = {d.lower() for d in self.ctx.tool_scope}
+        return not scope or bool({d.lower() for d in node.get("dimensions") or ()} & scope)
+
     def _sent(self, nodes: list[dict]) -> list[dict]:
-        out = [n for n in nodes if self.ctx.policy.allows(n)]
+        out = [n for n in nodes if self._reachable(n)]
         self.ctx.touched.update(n["id"] for n in out)
         return out
 
@@ -189,11 +199,11 @@ class ToolRunner:
 
     def _queryEdges(self, node_id: int, direction: str = "both"):
         node = self.ctx.store.get_node(node_id)
-        if not self.ctx.policy.allows(node):
+        if not self._reachable(node):
             raise ToolError(f"There is no node {node_id}.")
         edges = self.ctx.store.edges(node_id, direction)
         hidden = {n["id"] for n in self.ctx.store.get_nodes(
-            {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self.ctx.policy.allows(n)}
+            {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self._reachable(n)}
         return [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
 
     def _sqliteQuery(self, sql: str):
@@ -202,6 +212,9 @@ class ToolRunner:
         if self.ctx.policy.restricts:
             raise ToolError("sqliteQuery is off while privacy.never_send hides dimensions from this provider "
                             "(raw SQL could read hidden nodes); use queryNodes or searchContent.")
+        if self.ctx.tool_scope:
+            raise ToolError(f"sqliteQuery is off for this agent: its tools reach only {', '.join(self.ctx.tool_scope)} "
+                            "(raw SQL could read the rest); use queryNodes or searchContent.")
         return run_readonly(self.ctx.store.path, sql, MAX_SQL_ROWS)
 
     # -- writes ----------------------------------------------------------------------------------

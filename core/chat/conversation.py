@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Callable, Iterator
 
 from core.agent import profiles
 from core.chat import citations, usage_log
 from core.chat import request as chat_request
+from core.chat import window
 from core.chat.focus import Focus
 from core.chat.repository import ChatRepository
 from core.graph import memory
@@ -59,6 +60,73 @@ def _text_block(text: str) -> dict:
     return {"type": "text", "text": text}
 
 
+# The answer stored for a tool call whose result never was (a kill, a full disk or a lock timeout
+# between the two writes of a step, in a version that made two): the APIs refuse a `tool_use` without
+# a `tool_result` in the very next message, on every later turn.
+INTERRUPTED = "interrupted: this tool call was cut off before it returned; it was not completed."
+# The answer to a call not run because the user stopped the turn before it.
+NOT_RUN = "stopped: the user stopped the turn before this tool call ran; it was not run."
+
+
+def _sendable(content: list[dict]) -> list[dict]:
+    """A stored message's blocks as sent: a reply cut off or failed before any text is stored as an
+    empty text block, and the APIs reject empty (or blank) text blocks."""
+    return [b for b in content if b.get("type") != "text" or (b.get("text") or "").strip()]
+
+
+def _stopped(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
+
+
+def pair_tool_calls(messages: list[tuple[int, str, list[dict]]]) -> tuple[dict[int, list[dict]], list[list[dict]]]:
+    """The repair a history needs so every `tool_use` is answered by a `tool_result` in the very next
+    message (what the APIs require): `messages` are (row id, role, stored content), oldest first, those
+    that are sent. Returns (row id → new content, contents of user messages to append). An unanswered call
+    is answered with an error result: at the head of the next message when that is the user's, in a user
+    message appended when the call ends the history; when an assistant message follows (nowhere to put an
+    answer in order) the call is rewritten as a text saying it was cut off. Nothing to repair: ({}, [])."""
+    updates: dict[int, list[dict]] = {}
+    appended: list[list[dict]] = []
+    visible = [(i, role, content) for i, role, content in messages if _sendable(content)]
+    for k, (row_id, role, content) in enumerate(visible):
+        calls = [b for b in content if b.get("type") == "tool_use"] if role == "assistant" else []
+        if not calls:
+            continue
+        after = visible[k + 1] if k + 1 < len(visible) else None
+        if after is not None and after[1] == "assistant":
+            updates[row_id] = [_text_block(f"[{b.get('name')} call: {INTERRUPTED}]") if b.get("type") == "tool_use"
+                               else b for b in content]
+            continue
+        answered = {b.get("tool_use_id") for b in (after[2] if after else []) if b.get("type") == "tool_result"}
+        missing = [{"type": "tool_result", "tool_use_id": b.get("id"), "content": INTERRUPTED, "is_error": True}
+                   for b in calls if b.get("id") not in answered]
+        if not missing:
+            continue
+        if after is None:
+            appended.append(missing)
+        else:
+            updates[after[0]] = missing + after[2]
+    return updates, appended
+
+
+def _answered_only(messages: list[dict]) -> list[dict]:
+    """`messages` without the `tool_result` blocks that answer no `tool_use` of the message just before
+    (the APIs refuse them: one whose call went into the rolling summary, say); a message left with
+    nothing is left out."""
+    out: list[dict] = []
+    for m in messages:
+        content = m["content"]
+        if m["role"] == "user" and any(b.get("type") == "tool_result" for b in content):
+            prev = out[-1] if out else None
+            ids = ({b.get("id") for b in prev["content"] if b.get("type") == "tool_use"}
+                   if prev is not None and prev["role"] == "assistant" else set())
+            content = [b for b in content if b.get("type") != "tool_result" or b.get("tool_use_id") in ids]
+            if not content:
+                continue
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
 class Chat:
     def __init__(self, store: Store, config, provider: Provider, *, chat_id: int | None = None,
                  agent: str | None = None, searcher=None, confirm: Callable[[str, dict], bool] | None = None,
@@ -68,7 +136,8 @@ class Chat:
 
         self.store = store
         self.config = config
-        self.provider = provider
+        # base_provider: what a delegated agent's model is chosen against; provider: on this agent's model.
+        self.base_provider = self.provider = provider
         self.searcher = searcher or Searcher(store)
         self.confirm = confirm
         self.depth = depth
@@ -77,6 +146,7 @@ class Chat:
         self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent)
+            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
 
             def first_metadata(new_id: int) -> dict:
@@ -96,6 +166,7 @@ class Chat:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"])
+            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = row["metadata"]
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
@@ -120,9 +191,21 @@ class Chat:
         return self.engine.set_focus(focus)
 
     # -- history -------------------------------------------------------------------------------------
-    def history(self) -> list[dict]:
-        """Earlier turns exactly as sent (no suffixes), after the rolling summary if there is one."""
+    def _history_rows(self) -> list[tuple[int, str, list[dict]]]:
+        """The stored messages the next request sends (after the rolling summary's cut), decoded."""
         upto = self.metadata.get("summary_upto", 0)
+        return [(r["id"], r["role"], json.loads(r["content"])) for r in self.repo.rows(self.id) if r["id"] > upto]
+
+    def repair_history(self) -> bool:
+        """Store the answers to tool calls the history left unanswered (`pair_tool_calls`), so what is
+        sent from now on is what is stored, byte for byte. Returns whether anything was repaired."""
+        updates, appended = pair_tool_calls(self._history_rows())
+        self.repo.repair_messages(self.id, updates, appended)
+        return bool(updates or appended)
+
+    def history(self) -> list[dict]:
+        """Earlier turns exactly as sent (no suffixes), after the rolling summary if there is one. A tool
+        call left unanswered is shown answered as `repair_history` stores it (send() stores it first)."""
         out = list(self._inherited)
         if self.metadata.get("summary"):
             summary = [_text_block("[Summary of the earlier conversation]\n" + self.metadata["summary"])]
@@ -131,15 +214,13 @@ class Chat:
                 summary.append(_text_block(self.metadata["skills_block"]))
             out += [{"role": "user", "content": summary},
                     {"role": "assistant", "content": [_text_block("Understood; continuing from that summary.")]}]
-        for row in self.repo.rows(self.id):
-            if row["id"] > upto:
-                # A reply cut off or failed before any text is stored as an empty text block; the APIs
-                # reject empty (or blank) text blocks, so leave those out of what is sent.
-                content = [b for b in json.loads(row["content"])
-                           if b.get("type") != "text" or (b.get("text") or "").strip()]
-                if content:
-                    out.append({"role": row["role"], "content": content})
-        return out
+        rows = self._history_rows()
+        updates, appended = pair_tool_calls(rows)
+        for row_id, role, content in [*rows, *((0, "user", c) for c in appended)]:
+            content = _sendable(updates.get(row_id, content))
+            if content:
+                out.append({"role": role, "content": content})
+        return _answered_only(out)
 
     def messages(self) -> list[dict]:
         """The stored conversation for display (also after reopening): each message's text, status,
@@ -176,12 +257,32 @@ class Chat:
         complete and stored by then; `cancel` set after it skips the check only)."""
         if not message.strip():
             raise InvalidInput("The message is empty.")
-        summary = self._maybe_summarise()
+        self.repair_history()  # a tool call an earlier crash left unanswered: the APIs refuse such a history
+        summary = self._maybe_summarise(cancel)
         request = self.request(message)
+        # The context-window policy (core/chat/window.py): cut to fit, or refuse before anything is sent.
+        calibration = window.Calibration.from_metadata(self.metadata)
+        forced: list = []
+
+        def summarise_to_fit() -> ContextRequest | None:
+            upto = self.metadata.get("summary_upto", 0)
+            made = self._maybe_summarise(cancel, force=True)
+            if made is not None:
+                forced.append(made)
+            if self.metadata.get("summary_upto", 0) == upto:  # nothing summarised (too few exchanges, failed)
+                return None
+            return replace(request, history=self.history())
+
+        fitted, notices = window.fit(self.provider, Turn(request, [], self.chat_key), calibration,
+                                     summarise=summarise_to_fit, message=message)
+        request = fitted.request
+        summary = summary or (forced[0] if forced else None)
         reply = Reply()
         self.last_reply = reply
-        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy,
-                          confirm=self.confirm, delegate=self._delegate, activate_skill=self._activate_skill)
+        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
+                          confirm=self._confirm_unless_stopped(cancel),
+                          delegate=lambda agent, task: self._delegate(agent, task, cancel),
+                          activate_skill=self._activate_skill)
         runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
         user_id = self._insert("user", [_text_block(message)],
                                sent={"suffix": request.suffix.text,
@@ -194,14 +295,31 @@ class Chat:
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
             self.repo.set_title(self.id, self.metadata["title"])
+        for notice in notices:
+            yield StreamEvent("notice", text=notice)
         loop: list[dict] = []
         text_parts: list[str] = []
+        step_text = ""
         while True:
+            if _stopped(cancel):  # stopped before this request (after a tool call, a summary): none is sent
+                step_text = ""
+                reply.status = "incomplete"
+                yield StreamEvent("stop", stop_reason="cancelled")
+                break
             turn = Turn(request, loop, self.chat_key)
+            from core.chat.cost import over_daily_cap  # [chat] max_usd_per_day
+
+            refused = over_daily_cap(self.store, self.config, self.provider, turn)
+            if refused is not None:  # not sent: today's spend plus this request would pass the cap
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(refused)
+                yield StreamEvent("error", error=refused)
+                break
             reply.requests += 1
             usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
                                model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
             step_text, calls, stop, error = "", [], "", None
+            estimated, reported = window.raw_estimate(self.provider, turn), 0
             for event in self.provider.stream(turn, cancel):
                 if event.type == "text":
                     step_text += event.text
@@ -209,11 +327,13 @@ class Chat:
                     calls.append(event.tool_call)
                 elif event.type == "usage":
                     reply.usage = reply.usage + event.usage
+                    reported += event.usage.input if event.usage is not None else 0
                 elif event.type == "stop":
                     stop = event.stop_reason
                 elif event.type == "error":
                     error = event.error
                 yield event
+            calibration.record(estimated, reported)
             text_parts.append(step_text)
             if error is not None or stop == "cancelled" or not calls:
                 reply.status = "complete" if (error is None and stop != "cancelled") else "incomplete"
@@ -235,7 +355,9 @@ class Chat:
             results = []
             for call in calls:
                 reply.tool_calls += 1
-                if reply.tool_calls > MAX_TOOL_CALLS:
+                if _stopped(cancel):  # the user stopped the turn during an earlier call of this step
+                    content, is_error = NOT_RUN, True
+                elif reply.tool_calls > MAX_TOOL_CALLS:
                     content, is_error = (f"Tool call limit reached ({MAX_TOOL_CALLS} per turn); answer with what "
                                          "you have."), True
                 elif call.arguments is None:
@@ -251,8 +373,22 @@ class Chat:
                 results.append(result)
                 yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
             loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
-            self._insert("assistant", blocks)
-            self._insert("user", results)
+            too_long = None
+            try:  # the next request must fit too: this turn's largest tool results are capped before storing
+                _, notices = window.fit(self.provider, Turn(request, loop, self.chat_key), calibration,
+                                        drop_passages=False)
+            except window.TooLong as exc:
+                notices, too_long = [], exc
+            self.repo.insert_step(self.id, blocks, results)  # one transaction: never a call without its answer
+            for notice in notices:
+                yield StreamEvent("notice", text=notice)
+            if too_long is not None:  # not sent: the API would refuse it for its length
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(too_long)
+                yield StreamEvent("error", error=too_long)
+                break
+        calibration.save(self.metadata)
+        self._save_metadata()
         reply.text = "\n\n".join(t for t in text_parts if t.strip())
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
@@ -283,6 +419,20 @@ class Chat:
         return citations.check(reply.text, reply.citations["passages"], sent,
                                existing=lambda ids: {n["id"] for n in self.store.get_nodes(ids)})
 
+    def _confirm_unless_stopped(self, cancel: threading.Event | None) -> Callable[[str, dict], bool] | None:
+        """The confirm callback, refused once the user stopped the turn: not asked after the stop, and an
+        answer that comes after it (the dialog was open when the stop came) changes nothing."""
+        if self.confirm is None:
+            return None
+        ask = self.confirm
+
+        def confirm(action: str, detail: dict) -> bool:
+            if _stopped(cancel):
+                return False
+            return bool(ask(action, detail)) and not _stopped(cancel)
+
+        return confirm
+
     def _judge_citations(self, reply: Reply, request: ContextRequest, user_id: int,
                          cancel: threading.Event | None) -> Iterator[StreamEvent]:
         """The optional model check: one request asking whether each cited text supports its sentence,
@@ -310,15 +460,19 @@ class Chat:
                 else:
                     if covered:  # the judge request sends these nodes' text; its tokens go on the same row
                         yield StreamEvent("phase", text="citation_check")
-                        log_id = usage_log.log_request(
-                            self.store, purpose="citation_check", provider=self.provider.name,
-                            model=self.provider.model, chat_id=self.id, message_id=user_id,
-                            node_ids=[result.items[i]["node_id"] for i in covered
-                                      if result.items[i]["node_id"] is not None])
-                    citations.judge(result, texts, self.provider, self.chat_key, cancel)
-                    if log_id is not None and result.usage is not None:
-                        usage_log.record_usage(self.store, log_id, result.usage)
-                        reply.side_usage["citation_check"] = dict(result.usage)
+                    if covered and _stopped(cancel):
+                        citations.skip(result)  # stopped as the check was announced: no request is sent
+                    else:
+                        if covered:
+                            log_id = usage_log.log_request(
+                                self.store, purpose="citation_check", provider=self.provider.name,
+                                model=self.provider.model, chat_id=self.id, message_id=user_id,
+                                node_ids=[result.items[i]["node_id"] for i in covered
+                                          if result.items[i]["node_id"] is not None])
+                        citations.judge(result, texts, self.provider, self.chat_key, cancel)
+                        if log_id is not None and result.usage is not None:
+                            usage_log.record_usage(self.store, log_id, result.usage)
+                            reply.side_usage["citation_check"] = dict(result.usage)
         stored = dict(reply.citations, check=result.as_dict())
         self.repo.set_citations(reply.message_id, stored)
 
@@ -341,7 +495,10 @@ class Chat:
                                 metadata={"provenance": {**provenance, "part": "output"}})
 
     # -- delegation ----------------------------------------------------------------------------------
-    def _delegate(self, agent_name: str, task: str) -> str:
+    def _delegate(self, agent_name: str, task: str, cancel: threading.Event | None = None) -> str:
+        """Run `task` in a sub-chat of `agent_name`, with the same stop flag (a stop reaches every depth)."""
+        if _stopped(cancel):
+            raise ToolError("Stopped: the user stopped the turn; the task was not handed over.")
         target = profiles.get(agent_name)
         if target.name == self.agent.name:
             raise ToolError(f"An agent cannot delegate to itself ({agent_name}).")
@@ -355,11 +512,14 @@ class Chat:
                 seen.append({"role": m["role"], "content": texts})
         while seen and seen[-1]["role"] == "user":
             seen.pop()  # the delegated task is the next user message
-        sub = Chat(self.store, self.config, self.provider, agent=target.name, searcher=self.searcher,
+        # The base provider: the delegate runs on its own model (profiles.model_for), not the caller's.
+        sub = Chat(self.store, self.config, self.base_provider, agent=target.name, searcher=self.searcher,
                    confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now)
-        for _ in sub.send(task):
+        for _ in sub.send(task, cancel):
             pass
         result = sub.last_reply
+        if _stopped(cancel) and result.status != "complete":
+            raise ToolError(f"Stopped: the user stopped the turn before the {target.name} agent finished.")
         if result.error:
             raise ToolError(f"The {target.name} agent failed: {result.error}")
         return result.text
@@ -410,12 +570,17 @@ class Chat:
         self.metadata["skills_dropped"] = dropped
 
     # -- rolling summary -----------------------------------------------------------------------------
-    def _maybe_summarise(self) -> "tuple[int, Usage] | None":
-        """Fold the older history into the rolling summary when it has grown past the threshold.
-        Returns (its sent_log row id, its usage) when a summary request was made (also a failed one)."""
+    def _maybe_summarise(self, cancel: threading.Event | None = None, *,
+                         force: bool = False) -> "tuple[int, Usage] | None":
+        """Fold the older history into the rolling summary when it has grown past the threshold (`force`:
+        whatever its size, for the context-window policy, core/chat/window.py).
+        Returns (its sent_log row id, its usage) when a summary request was made (also a failed one or
+        one the user stopped: then nothing is summarised). After a stop no summary request is sent."""
+        if _stopped(cancel):
+            return None
         history_rows = [r for r in self.repo.rows(self.id) if r["id"] > self.metadata.get("summary_upto", 0)]
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
-        if size < SUMMARY_THRESHOLD_TOKENS or self.provider.name == "offline":
+        if (size < SUMMARY_THRESHOLD_TOKENS and not force) or self.provider.name == "offline":
             return None
         # Cut before the 4th-last user message that carries text (keeps tool pairs together).
         starts = [i for i, r in enumerate(history_rows)
@@ -434,15 +599,17 @@ class Chat:
                 elif b.get("type") == "tool_use":
                     transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
         req = chat_request.one_shot(SUMMARY_PROMPT, "\n\n".join(transcript), self.provider.model)
-        text, usage = "", Usage()
+        text, usage, stop = "", Usage(), ""
         log_id = usage_log.log_request(self.store, purpose="summary", provider=self.provider.name,
                                        model=self.provider.model, chat_id=self.id)  # sends no node's content
         try:
-            for event in self.provider.stream(Turn(req, [], self.chat_key + "-summary", 2048)):
+            for event in self.provider.stream(Turn(req, [], self.chat_key + "-summary", 2048), cancel):
                 if event.type == "text":
                     text += event.text
                 elif event.type == "usage" and event.usage is not None:
                     usage = usage + event.usage
+                elif event.type == "stop":
+                    stop = event.stop_reason
                 elif event.type == "error":
                     raise event.error
         except ProviderError as exc:
@@ -451,7 +618,7 @@ class Chat:
             self._save_metadata()
             return log_id, usage
         usage_log.record_usage(self.store, log_id, usage)
-        if text.strip():
+        if text.strip() and stop != "cancelled":  # a summary cut off by a stop is not kept
             self.metadata["summary"] = text.strip()
             self.metadata["summary_upto"] = old[-1]["id"]
             self._reattach_skills(old[-1]["id"])

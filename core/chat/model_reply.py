@@ -52,10 +52,12 @@ def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int
              cancel: threading.Event | None = None) -> Reply:
     """Send `system` and one user message to `provider` (no tools, no history) and return the whole reply.
     A provider error raises ReplyFailed; a cancelled request returns with stop "cancelled" (the caller
-    says what that means for it)."""
+    says what that means for it); with `cancel` already set, nothing is sent."""
     from core.chat.request import one_shot
     from core.providers.base import Turn
 
+    if cancel is not None and cancel.is_set():  # stopped before it started: no request leaves
+        return Reply("", Usage(), "cancelled")
     request = one_shot(system, user, provider.model)
     text, stop, usage = "", "", Usage()
     try:

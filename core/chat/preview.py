@@ -12,6 +12,7 @@ from core.chat import request as chat_request
 from core.chat.conversation import Chat
 from core.chat.focus import Focus
 from core.graph.store import Store
+from core.providers.base import Provider
 from core.providers.request import ContextRequest
 
 NEW_CHAT_KEY = "cairn-chat-new"
@@ -23,6 +24,17 @@ class Preview:
     chat_key: str  # the prompt-cache key the request would carry
     retrieval_note: str | None  # why retrieval fell back to keywords, else None
     chat: Chat | None  # the chat it continues, None for a new one
+    provider: Provider  # the one given, on the agent's model (core/agent/profiles.py model_for)
+    agent: profiles.Agent
+
+    @property
+    def agent_facts(self) -> dict:
+        """name, model, read_scope and tool_scope of the agent the request is for."""
+        return profiles.facts(self.agent, self.provider.model)
+
+    @property
+    def agent_line(self) -> str:
+        return profiles.facts_line(self.agent, self.provider.model)
 
 
 def next_request(store: Store, config, provider, message: str, *, focus: Focus | None = None,
@@ -35,10 +47,11 @@ def next_request(store: Store, config, provider, message: str, *, focus: Focus |
     if chat_id is not None:
         chat = Chat(store, config, provider, chat_id=chat_id, searcher=searcher)
         request = chat.request(message, focus=focus)
-        return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat)
+        return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat, chat.provider, chat.agent)
     agent = profiles.get(config.chat.agent)
+    provider = provider.with_model(profiles.model_for(agent, config, provider.name))
     engine = chat_request.engine(store, searcher, agent, config, provider)
     engine.set_focus(focus)
     snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))
     request = chat_request.build(engine, snapshot, [], message, provider.model)
-    return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None)
+    return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None, provider, agent)

@@ -91,6 +91,28 @@ class ChatRepository:
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (clock.now(), chat_id))
             return cur.lastrowid
 
+    def insert_step(self, chat_id: int, calls: list[dict], results: list[dict]) -> tuple[int, int]:
+        """Store one tool-loop step, the assistant's `tool_use` message and the user's `tool_result`
+        message, and touch the chat's updated_at, in ONE transaction: a kill, a full disk or a lock
+        timeout between the two leaves neither, never a `tool_use` without its answer (which the APIs
+        refuse on every later turn). Returns both ids."""
+        with self.db.transaction():
+            return (self.insert_message(chat_id, "assistant", calls),
+                    self.insert_message(chat_id, "user", results))
+
+    def repair_messages(self, chat_id: int, updates: dict[int, list[dict]], appended: list[list[dict]]) -> None:
+        """Write a history repair (core.chat.conversation `pair_tool_calls`) in one transaction: rows whose
+        content is rewritten (a `tool_result` answering an interrupted call put at the head of the next user
+        message), and user messages appended at the end (the answers to calls the chat ends with)."""
+        if not updates and not appended:
+            return
+        with self.db.transaction() as conn:
+            for message_id, content in updates.items():
+                conn.execute("UPDATE messages SET content = ? WHERE id = ? AND chat_id = ?",
+                             (json.dumps(content, ensure_ascii=False), message_id, chat_id))
+            for content in appended:
+                self.insert_message(chat_id, "user", content)
+
     def rows(self, chat_id: int) -> list:
         """The chat's messages as stored (id, role, content as JSON text), oldest first."""
         return self.db.execute(

@@ -11,6 +11,10 @@ Model requests that are not chat replies (the rolling summary, the citation judg
 integrate's drafts: core.chat.usage_log) keep their usage on their sent_log row, under the provider they
 went to. They are added to the same per-provider sums (each once: a chat turn's own sent_log rows
 carry no usage) and broken down by purpose in `by_purpose`; `replies` still counts chat replies only.
+
+Spending (`spend_by_provider`) prices the same rows, grouped by provider and model (a chat reply by its
+chat's, a side request by its sent_log row's), through core.chat.cost at the configured cache TTL:
+"no price" for offline and local, "price unknown (model X)" for a model the table does not know.
 """
 
 from __future__ import annotations
@@ -60,6 +64,15 @@ def _side_requests(store, since: str, key: str) -> list:
         f" WHERE usage IS NOT NULL AND created_at >= ? GROUP BY 1 ORDER BY 1", (since,)).fetchall()
 
 
+def spend_this_week(store, pricer=None, now: datetime | None = None) -> dict[str, dict]:
+    """{provider: Cost.as_dict()} of the replies and side requests of the last 7 days."""
+    from core.chat.cost import Pricer, spend_since
+
+    now = now or datetime.now(timezone.utc)
+    since = _stamp(now - timedelta(days=WEEK_DAYS))
+    return {p: c.as_dict() for p, c in spend_since(store, pricer or Pricer(), since).items()}
+
+
 def tokens_by_purpose(store, now: datetime | None = None) -> dict[str, dict[str, int]]:
     """{purpose: {requests, input, output, cache_read, cache_write}} for side requests in the last 7 days
     (the rolling summary, citation checks, distil, integrate drafts); chat replies are not in it."""
@@ -91,7 +104,10 @@ def collect(store, config=None, now: datetime | None = None) -> dict:
     policy = retention.Policy.from_config(config) if config is not None else retention.Policy()
     path = Path(store.path)
     main, wal = _size(path), _size(path.with_name(path.name + "-wal"))
+    from core.chat.cost import Pricer
+
     tokens = tokens_this_week(store, now)
+    spend = spend_this_week(store, Pricer.from_config(config) if config is not None else Pricer(), now)
     total = {f: sum(p[f] for p in tokens.values()) for f in ("replies", *USAGE_FIELDS)}
     return {
         "nodes": nodes,
@@ -105,7 +121,7 @@ def collect(store, config=None, now: datetime | None = None) -> dict:
                    "policy": policy.as_dict(), "past_policy": len(retention.plan(store, policy, now))},
         "database": {"path": str(path), "bytes": main, "wal_bytes": wal, "total_bytes": main + wal},
         "tokens_this_week": {"days": WEEK_DAYS, "by_provider": tokens, "total": total,
-                             "by_purpose": tokens_by_purpose(store, now)},
+                             "by_purpose": tokens_by_purpose(store, now), "spend_by_provider": spend},
     }
 
 
@@ -152,6 +168,8 @@ def lines(stats: dict) -> list[tuple[str, str]]:
         out.append((f"Tokens, last {tok['days']} days, {provider}",
                     f"{t['input']:,} sent ({t['cache_read']:,} read from cache, {t['cache_write']:,} written to it), "
                     f"{t['output']:,} received, {_n(t['replies'], 'reply', 'replies')}"))
+    for provider, cost in (tok.get("spend_by_provider") or {}).items():
+        out.append((f"Spent, last {tok['days']} days, {provider}", cost["label"]))
     side = tok.get("by_purpose") or {}
     if side:  # already in the sums above; this says how much of them was not a chat reply
         out.append((f"Tokens, last {tok['days']} days, besides replies",

@@ -19,21 +19,12 @@ import json
 import threading
 from typing import Iterator
 
-from core.providers import interrupt
+from core.providers import interrupt, models
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
 MAX_BREAKPOINTS = 4
-# Prefixes shorter than this are silently not cached (Anthropic's prompt-caching docs).
-MIN_CACHEABLE_TOKENS = {"opus-4-5": 4096, "haiku-4-5": 4096, "haiku-3": 2048, "haiku": 2048}
-
-
-def min_cacheable(model: str) -> int:
-    for key, value in MIN_CACHEABLE_TOKENS.items():
-        if key in model:
-            return value
-    return 1024
 
 
 class AnthropicProvider(SDKProvider):
@@ -80,7 +71,10 @@ class AnthropicProvider(SDKProvider):
                 anchor["cache_control"] = dict(ephemeral)
         messages.append({"role": "user", "content": user_content})
         messages.extend(loop)
-        body = {"model": self.model, "max_tokens": turn.max_tokens, "system": system, "messages": messages}
+        # Never above the model's maximum output: the API refuses "max_tokens: N > M, which is the
+        # maximum allowed number of output tokens for <model>".
+        max_tokens = models.output_cap(self.facts, turn.max_tokens)
+        body = {"model": self.model, "max_tokens": max_tokens, "system": system, "messages": messages}
         if snap.tools:
             body["tools"] = snap.tools
         return body

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from urllib.parse import urlparse
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from core.errors import CairnError
+from core.providers import models
 from core.providers.request import ContextRequest
 
 
@@ -52,7 +54,9 @@ class ToolCall:
 class StreamEvent:
     """type: "text" (text), "tool_call" (tool_call), "usage" (usage), "stop" (stop_reason),
     "error" (error: a ProviderError; the reply so far is kept). Chat.send adds "tool_result" and
-    "phase" (text: what starts next, e.g. "citation_check"); a consumer ignores types it does not know."""
+    "phase" (text: what starts next, e.g. "citation_check") and "notice" (text: one line for the user,
+    e.g. what the context-window policy of core/chat/window.py cut); a consumer ignores types it does
+    not know."""
 
     type: str
     text: str = ""
@@ -79,6 +83,20 @@ class Provider:
 
     def __init__(self, model: str = ""):
         self.model = model
+
+    def with_model(self, model: str | None) -> "Provider":
+        """This provider (same kind, key, server and settings) on `model`; itself when `model` is None
+        or already its model (an agent's own model, core/agent/profiles.py `model_for`)."""
+        if not model or model == self.model or self.name == "offline":
+            return self
+        other = copy.copy(self)
+        other.model = model
+        return other
+
+    @property
+    def facts(self):
+        """The model table's row for this model (core/providers/models.py)."""
+        return models.facts(self.model, self.name)
 
     def body(self, turn: Turn) -> dict:
         """The exact request body this provider would send (for `cairn context` and the viewer)."""

@@ -4,6 +4,18 @@ Same block order as everywhere: tools, one system message (system part, core not
 history, then the user message with the volatile suffix at its end. Caching is implicit on an exact
 prefix (from 1,024 tokens); a stable `prompt_cache_key` per conversation routes turns to the same
 cache. A local model that refuses tools is asked again without them (retrieval-only answers).
+
+OpenAI itself and the compatible servers differ in two fields:
+* the reply's length: OpenAI takes `max_completion_tokens` ("max_tokens ... is now deprecated in
+  favor of max_completion_tokens, and is not compatible with o-series models", the Chat Completions
+  reference); Ollama's OpenAI compatibility lists `max_tokens` among its "Supported request fields"
+  and not `max_completion_tokens` (docs.ollama.com/api/openai-compatibility), and llama.cpp's server
+  and LM Studio read `max_tokens` too, so a compatible server gets `max_tokens`;
+* `prompt_cache_retention: "24h"` (extended prompt caching) goes only to OpenAI, only for a model
+  that takes it (the model table), and only when the user chose the longer cache (`chat.cache_ttl =
+  "1h"`): its cached prefixes are kept in GPU-local storage, which is not Zero Data Retention
+  eligible (OpenAI's prompt-caching guide).
+A server is "compatible" when the base URL is set and is not api.openai.com (loopback or any other host).
 """
 
 from __future__ import annotations
@@ -11,12 +23,19 @@ from __future__ import annotations
 import json
 import threading
 from typing import Iterator
+from urllib.parse import urlparse
 
-from core.providers import interrupt
+from core.providers import interrupt, models
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
+OPENAI_HOSTS = ("api.openai.com",)
+
+
+def is_compatible(base_url: str | None) -> bool:
+    """Whether requests go to an OpenAI-compatible server rather than OpenAI itself."""
+    return bool(base_url) and (urlparse(base_url).hostname or "").lower() not in OPENAI_HOSTS
 
 
 def to_openai_messages(messages: list[dict]) -> list[dict]:
@@ -46,6 +65,18 @@ def to_openai_messages(messages: list[dict]) -> list[dict]:
 class OpenAIProvider(SDKProvider):
     name = "openai"
 
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None,
+                 cache_ttl: str = "5m", compatible: bool | None = None):
+        super().__init__(api_key, model, base_url=base_url, timeout=timeout)
+        self.cache_ttl = cache_ttl
+        # None: from the base URL; a test against a fake on loopback may say which API it plays.
+        self.compatible = is_compatible(base_url) if compatible is None else compatible
+
+    @property
+    def facts(self) -> models.ModelFacts:
+        """A model on a compatible server on this machine is local (no price, the local window)."""
+        return models.facts(self.model, "openai", local=self.compatible and not self.remote)
+
     def _new_client(self, **options):
         import openai
 
@@ -58,7 +89,9 @@ class OpenAIProvider(SDKProvider):
         user = req.user_text + (f"\n\n{req.suffix.text}" if req.suffix.text else "")
         messages = [{"role": "system", "content": system}, *to_openai_messages(req.history),
                     {"role": "user", "content": user}, *to_openai_messages(turn.loop)]
-        body = {"model": self.model, "messages": messages, "max_completion_tokens": turn.max_tokens,
+        facts = self.facts
+        limit = "max_tokens" if self.compatible else "max_completion_tokens"
+        body = {"model": self.model, "messages": messages, limit: models.output_cap(facts, turn.max_tokens),
                 "stream_options": {"include_usage": True}}
         if snap.tools and self.supports_tools:
             body["tools"] = [{"type": "function", "function": {
@@ -66,6 +99,8 @@ class OpenAIProvider(SDKProvider):
                 for t in snap.tools]
         if turn.chat_key:
             body["prompt_cache_key"] = turn.chat_key
+        if not self.compatible and self.cache_ttl == "1h" and facts.cache_retention_24h:
+            body["prompt_cache_retention"] = "24h"
         return body
 
     def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
@@ -152,8 +187,9 @@ class OpenAIProvider(SDKProvider):
     def _create(self, body: dict):
         body = dict(body)
         extra = {}
-        if "prompt_cache_key" in body:
-            extra["prompt_cache_key"] = body.pop("prompt_cache_key")
+        for name in ("prompt_cache_key", "prompt_cache_retention"):
+            if name in body:
+                extra[name] = body.pop(name)
         return self.client.chat.completions.create(**body, stream=True, extra_body=extra or None)
 
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:

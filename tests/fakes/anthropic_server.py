@@ -23,12 +23,15 @@ including its block. For a request:
   ``input_tokens`` = everything else (after the last breakpoint, or all when nothing is cached).
 * entries expire 5 minutes (``ttl: "1h"``: 1 hour) after their last write or hit, on ``srv.clock``.
 
-Minimum cacheable prefix per model (``DEFAULT_MIN_CACHE_TOKENS``), from Anthropic's prompt-caching
-documentation as quoted by docs.orq.ai/docs/proxy/prompt-caching and
-clawdemy.org's caching cheat sheet (2026): 4,096 for Claude Opus 4.5/4.6/4.7 and Haiku 4.5;
-2,048 for Claude Haiku 3 / 3.5; 1,024 for the others (Sonnet 4/4.5, Opus 4/4.1, Sonnet 3.7 ...).
-Sources disagree on Sonnet 4.6 (2,048 vs 1,024); the default leaves it at 1,024 - pass
-``min_cache_tokens={"sonnet-4-6": 2048}`` to be stricter.
+Model facts (minimum cacheable prefix, context window, maximum output) come from the table the
+product reads, ``core/providers/models.py``, where each figure names its source; a model the table
+does not know gets its strictest figures, as in the product.
+
+Request rules (each a 400 invalid_request_error, as the real API answers; see ``request_error``):
+empty text blocks, ``cache_control`` on an empty text block, more than 4 breakpoints, a 1h
+breakpoint after a 5m one, tool definitions (name pattern, object input_schema, unique names),
+``max_tokens`` above the model's maximum output, a prompt longer than the model's window, and a
+prompt plus ``max_tokens`` longer than it.
 """
 
 from __future__ import annotations
@@ -48,17 +51,12 @@ from ._base import (
     ToolCall,
     run_stream,
 )
+import re
+
+from core.providers import models as model_table
+
 from .tokens import Block, anthropic_blocks, count_text, prefix_hashes, prefix_tokens
 
-# (substring of the model name, minimum cacheable prefix in tokens), first match wins.
-DEFAULT_MIN_CACHE_TOKENS: tuple[tuple[str, int], ...] = (
-    ("opus-4-5", 4096),
-    ("opus-4-6", 4096),
-    ("opus-4-7", 4096),
-    ("haiku-4-5", 4096),
-    ("haiku", 2048),
-)
-DEFAULT_MIN = 1024
 LOOKBACK_BLOCKS = 20
 MAX_BREAKPOINTS = 4
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
@@ -77,17 +75,81 @@ ERRORS: dict[int, tuple[str, str]] = {
 STATUS_OF_ERROR_TYPE = {t: s for s, (t, _) in ERRORS.items() if s not in (503,)}
 
 
-def min_cacheable_tokens(model: str, overrides: Mapping[str, int] | int | None = None, default: int = DEFAULT_MIN) -> int:
-    """Minimum prefix length (tokens) below which a breakpoint caches nothing for ``model``.
+def min_cacheable_tokens(model: str, overrides: Mapping[str, int] | int | None = None, default: int | None = None) -> int:
+    """Minimum prefix length (tokens) below which a breakpoint caches nothing for ``model``: the
+    product's model table (``core/providers/models.py``).
 
-    ``overrides``: an int for every model, or {substring: minimum} checked before the defaults.
+    ``overrides``: an int for every model, or {substring: minimum} checked before the table;
+    ``default``: the minimum of a model the table does not know (else the table's strictest).
     """
     if isinstance(overrides, int):
         return overrides
-    for pattern, n in list((overrides or {}).items()) + list(DEFAULT_MIN_CACHE_TOKENS):
+    for pattern, n in (overrides or {}).items():
         if pattern in model:
             return n
-    return default
+    if default is not None and model_table.lookup(model) is None:
+        return default
+    return model_table.facts(model, "anthropic").min_cacheable
+
+
+# tools.N.custom.name: the API's pattern for a custom tool's name (Anthropic's "Define tools" docs:
+# "Must match the regex ^[a-zA-Z0-9_-]{1,64}$").
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def request_error(body: dict, blocks: list[Block], *, count_only: bool = False) -> str | None:
+    """What the real Messages API refuses in ``body`` (its 400 message), or None."""
+    model = str(body.get("model", ""))
+    facts = model_table.facts(model, "anthropic")
+    names: set[str] = set()
+    for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict) or tool.get("type", "custom") != "custom":
+            continue  # server tools (web_search_...) have their own shapes
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            # "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"
+            return f"tools.{i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if name in names:
+            return "tools: Tool names must be unique."  # the API's text for a repeated name
+        names.add(name)
+        schema = tool.get("input_schema")
+        if schema is None:
+            return f"tools.{i}.custom.input_schema: Field required"
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            # input_schema is a JSON Schema object ("type": "object"), Define tools docs
+            return f"tools.{i}.custom.input_schema.type: Input should be 'object'"
+    system = body.get("system")
+    parts = [("system", p) for p in system] if isinstance(system, list) else []
+    for m, msg in enumerate(body.get("messages") or []):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        last_assistant = m == len(body["messages"]) - 1 and msg.get("role") == "assistant"
+        if content in ("", []) and not last_assistant:
+            # the API: "messages.0: all messages must have non-empty content except for the optional
+            # final assistant message"
+            return f"messages.{m}: all messages must have non-empty content except for the optional final assistant message"
+        if isinstance(content, list):
+            parts.extend(("messages", p) for p in content)
+    for where, part in parts:
+        if isinstance(part, dict) and part.get("type") == "text" and part.get("text") == "":
+            if part.get("cache_control") is not None:
+                return "cache_control cannot be set for empty text blocks"  # the API's 400
+            return f"{where}: text content blocks must be non-empty"  # the API's 400
+    if count_only:
+        return None
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and max_tokens > facts.max_output:
+        # "max_tokens: 8193 > 8192, which is the maximum allowed number of output tokens for claude-..."
+        return f"max_tokens: {max_tokens} > {facts.max_output}, which is the maximum allowed number of output tokens for {model}"
+    prompt = sum(b.tokens for b in blocks)
+    if prompt > facts.context_window:
+        # "prompt is too long: 208310 tokens > 200000 maximum" (anthropics/claude-code issue 12186)
+        return f"prompt is too long: {prompt} tokens > {facts.context_window} maximum"
+    if isinstance(max_tokens, int) and prompt + max_tokens > facts.context_window:
+        # Models from Claude Sonnet 3.7 on "return a validation error when prompt and output tokens
+        # exceed the context window, rather than silently truncating" (Anthropic's context-windows docs)
+        return (f"input length and `max_tokens` exceed context limit: {prompt} + {max_tokens} > "
+                f"{facts.context_window}, decrease input length or `max_tokens` and try again")
+    return None
 
 
 @dataclass
@@ -231,8 +293,8 @@ class FakeAnthropic(FakeServerBase):
         clock: seconds-returning callable for cache TTLs (default: monotonic + ``advance_time``).
         api_key: if set, other keys get 401 authentication_error.
         models: if set, other models get 404 not_found_error.
-        min_cache_tokens: int or {model substring: minimum} overriding ``DEFAULT_MIN_CACHE_TOKENS``.
-        default_min_cache_tokens: minimum for models no pattern matches (1,024).
+        min_cache_tokens: int or {model substring: minimum} overriding the model table.
+        default_min_cache_tokens: minimum for models the table does not know (default: its strictest).
         lookback: blocks searched per breakpoint, the breakpoint included (20).
         default_reply: reply when the script is empty (``[text("ok")]``).
     """
@@ -246,7 +308,7 @@ class FakeAnthropic(FakeServerBase):
         api_key: str | None = None,
         models: Iterable[str] | None = None,
         min_cache_tokens: Mapping[str, int] | int | None = None,
-        default_min_cache_tokens: int = DEFAULT_MIN,
+        default_min_cache_tokens: int | None = None,
         lookback: int = LOOKBACK_BLOCKS,
         default_reply: list | None = None,
     ) -> None:
@@ -310,6 +372,12 @@ class FakeAnthropic(FakeServerBase):
             bps = breakpoints_of(body, blocks)
         except CacheRequestError as e:
             return self._error(ex, 400, str(e))
+        refused = request_error(body, blocks, count_only=path == "/v1/messages/count_tokens")
+        if refused is not None:
+            return self._error(ex, 400, refused)
+        unpaired = tool_pairing_error(body)  # tool_use / tool_result pairing (see tool_pairing_error)
+        if unpaired is not None:
+            return self._error(ex, 400, unpaired)
         if path == "/v1/messages/count_tokens":
             return ex.send_json(200, {"input_tokens": sum(b.tokens for b in blocks)})
 
@@ -425,12 +493,59 @@ class FakeAnthropic(FakeServerBase):
         ex.end_stream()
 
 
+def tool_pairing_error(body: dict) -> str | None:
+    """The 400 the real Messages API gives a request whose tool blocks are not paired, or None.
+
+    - ``tool_use`` / ``tool_result`` blocks need ``tools`` in the request: "Requests which include
+      `tool_use` or `tool_result` blocks must define tools." (the API's invalid_request_error);
+    - every ``tool_use`` of an assistant message is answered by a ``tool_result`` with its id in the
+      very next message, a user one: "messages.N: `tool_use` ids were found without `tool_result`
+      blocks immediately after: toolu_…. Each `tool_use` block must have a corresponding
+      `tool_result` block in the next message." (anthropics/claude-code issues 5060, 3512);
+    - every ``tool_result`` answers a ``tool_use`` of the message just before: "messages.N.content.M:
+      unexpected `tool_use_id` found in `tool_result` blocks: toolu_…. Each `tool_result` block must
+      have a corresponding `tool_use` block in the previous message." (anthropics/claude-code 13460).
+    """
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+
+    def blocks(m: dict, kind: str) -> list[tuple[int, dict]]:
+        content = m.get("content")
+        return [(j, b) for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") == kind] \
+            if isinstance(content, list) else []
+
+    if not body.get("tools") and any(blocks(m, "tool_use") or blocks(m, "tool_result") for m in messages):
+        return "Requests which include `tool_use` or `tool_result` blocks must define tools."
+    for i, m in enumerate(messages):
+        if m.get("role") == "user" and i > 0:
+            before = messages[i - 1]
+            asked = {b.get("id") for _, b in blocks(before, "tool_use")} if before.get("role") == "assistant" else set()
+        else:
+            asked = set()
+        for j, b in blocks(m, "tool_result"):
+            if b.get("tool_use_id") not in asked:
+                return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                        "block in the previous message.")
+        calls = [b.get("id") for _, b in blocks(m, "tool_use")] if m.get("role") == "assistant" else []
+        if calls:
+            after = messages[i + 1] if i + 1 < len(messages) else None
+            answered = ({b.get("tool_use_id") for _, b in blocks(after, "tool_result")}
+                        if after is not None and after.get("role") == "user" else set())
+            missing = [c for c in calls if c not in answered]
+            if missing:
+                return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                        f"{', '.join(str(c) for c in missing)}. Each `tool_use` block must have a corresponding "
+                        "`tool_result` block in the next message.")
+    return None
+
+
 __all__ = [
     "FakeAnthropic",
     "AnthropicCache",
     "CacheResult",
     "min_cacheable_tokens",
-    "DEFAULT_MIN_CACHE_TOKENS",
+    "tool_pairing_error",
+    "request_error",
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
 ]

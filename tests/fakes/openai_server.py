@@ -13,10 +13,27 @@ The request is flattened into canonical blocks (``tokens.openai_blocks``: tools,
 when under 1,024. Every request is remembered; an entry lives ``ttl_seconds`` (300) after its
 last use, or 24 hours when the request had ``prompt_cache_retention: "24h"``.
 ``prompt_tokens`` is the whole prompt; cached tokens are a subset of it (unlike Anthropic's fields).
+
+Two servers in one (``compatible``)
+-----------------------------------
+``FakeOpenAI()`` plays OpenAI itself and refuses (400) what it refuses, with the model facts of the
+product's table (``core/providers/models.py``; an unknown model gets its strictest figures):
+``max_tokens`` on a reasoning model (gpt-5, o-series), a reply limit above the model's maximum
+output, ``prompt_cache_retention`` on a model that does not take it, and a prompt (plus the reply
+limit) longer than the model's window. ``FakeOpenAI(compatible=True)`` plays Ollama / llama.cpp /
+LM Studio: it reads ``max_tokens`` and ignores ``max_completion_tokens`` and
+``prompt_cache_retention``, as Ollama's OpenAI compatibility does (its "Supported request fields"
+list ``max_tokens`` and neither of the others: docs.ollama.com/api/openai-compatibility; unknown
+fields are dropped by its JSON decoding). ``rec.cache["output_limit"]`` is the limit the fake
+honoured (None: none), so a test can tell which field counted. ``context_window=N`` plays a server
+started with an N-token context (llama.cpp ``-c N``, Ollama ``num_ctx``): a prompt longer than N is
+refused (400, llama.cpp's "the request exceeds the available context size, try increasing it", with
+the sizes, as its ``exceed_context_size_error`` gives ``n_prompt_tokens`` and ``n_ctx``).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -33,9 +50,11 @@ from ._base import (
     ToolCall,
     run_stream,
 )
+from core.providers import models as model_table
+
 from .tokens import Block, common_prefix_tokens, count_text, openai_blocks
 
-MIN_CACHED_TOKENS = 1024
+MIN_CACHED_TOKENS = model_table.OPENAI_MIN_CACHEABLE
 CACHE_STEP = 128
 DEFAULT_TTL_SECONDS = 300.0
 RETENTION_SECONDS = {"in_memory": DEFAULT_TTL_SECONDS, "24h": 86400.0}
@@ -52,6 +71,53 @@ ERRORS: dict[int, tuple[str, str | None, str]] = {
     500: ("server_error", None, "The server had an error while processing your request. Sorry about that!"),
     503: ("server_error", None, "The engine is currently overloaded, please try again later"),
 }
+
+# OpenAI's reasoning models take only max_completion_tokens (the Chat Completions reference:
+# max_tokens "is not compatible with o-series models"; the API answers "Unsupported parameter:
+# 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.").
+REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+RETENTIONS = ("in_memory", "24h")
+
+
+def request_error(body: dict, blocks: list[Block]) -> tuple[str, str | None, str | None] | None:
+    """(message, param, code) of what OpenAI itself refuses in ``body``, or None."""
+    model = str(body.get("model", ""))
+    facts = model_table.facts(model, "openai")
+    if "max_tokens" in body and REASONING_MODEL.match(model):
+        return ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+    param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    limit = body.get(param)
+    if isinstance(limit, int) and limit > facts.max_output:
+        # "max_tokens is too large: 100000. This model supports at most 16384 completion tokens,
+        # whereas you provided 100000."
+        return (f"{param} is too large: {limit}. This model supports at most {facts.max_output} completion "
+                f"tokens, whereas you provided {limit}.", param, "invalid_value")
+    retention = body.get("prompt_cache_retention")
+    if retention is not None:
+        if retention not in RETENTIONS:
+            return (f"Invalid value: '{retention}'. Supported values are: 'in_memory' and '24h'.",
+                    "prompt_cache_retention", "invalid_value")
+        if retention == "24h" and not facts.cache_retention_24h:
+            # Extended retention is "available for" a listed set of models only (the prompt-caching
+            # guide); the exact wording of this refusal is the fake's.
+            return (f"prompt_cache_retention '24h' is not supported with the model {model}.",
+                    "prompt_cache_retention", "unsupported_value")
+    prompt = sum(b.tokens for b in blocks)
+    asked = limit if isinstance(limit, int) else 0
+    if prompt > facts.input_limit or prompt + asked > facts.context_window:
+        # "This model's maximum context length is 128000 tokens. However, you requested 130000 tokens
+        # (125000 in the messages, 5000 in the completion). Please reduce the length of the messages
+        # or completion." (code context_length_exceeded)
+        window = facts.input_limit if prompt > facts.input_limit else facts.context_window
+        if asked:
+            return (f"This model's maximum context length is {window} tokens. However, you requested "
+                    f"{prompt + asked} tokens ({prompt} in the messages, {asked} in the completion). "
+                    "Please reduce the length of the messages or completion.", "messages", "context_length_exceeded")
+        return (f"This model's maximum context length is {window} tokens. However, your messages resulted in "
+                f"{prompt} tokens. Please reduce the length of the messages.", "messages", "context_length_exceeded")
+    return None
+
 
 FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop",
                   "refusal": "content_filter"}
@@ -108,6 +174,8 @@ class FakeOpenAI(FakeServerBase):
         models: if set, other models get 404 model_not_found.
         ttl_seconds: life of a cached prefix without ``prompt_cache_retention: "24h"`` (300).
         min_cached_tokens / cache_step: 1,024 and 128.
+        compatible: play an OpenAI-compatible server (Ollama, llama.cpp, LM Studio), not OpenAI.
+        context_window: with ``compatible``, the server's context size; longer prompts are refused.
         default_reply: reply when the script is empty (``[text("ok")]``).
     """
 
@@ -123,9 +191,13 @@ class FakeOpenAI(FakeServerBase):
         min_cached_tokens: int = MIN_CACHED_TOKENS,
         cache_step: int = CACHE_STEP,
         default_reply: list | None = None,
+        compatible: bool = False,
+        context_window: int | None = None,
     ) -> None:
         super().__init__(clock=clock, api_key=api_key, default_reply=default_reply)
         self.models = set(models) if models is not None else None
+        self.compatible = compatible
+        self.context_window = context_window
         self.cache = OpenAICache(lambda: self.clock(), ttl_seconds, min_cached_tokens, cache_step)
 
     def _reset_cache(self) -> None:
@@ -177,6 +249,25 @@ class FakeOpenAI(FakeServerBase):
                                    param=f)
         if self.models is not None and body["model"] not in self.models:
             return self._error(ex, 404)
+        unpaired = tool_message_error(body)  # tool_calls / tool pairing (see tool_message_error)
+        if unpaired is not None and not getattr(self, "compatible", False):
+            return self._error(ex, 400, unpaired[0], param=unpaired[1])
+        blocks = openai_blocks(body)
+        if not self.compatible:
+            refused = request_error(body, blocks)
+            if refused is not None:
+                message, param, code = refused
+                return self._error(ex, 400, message, code=code, param=param)
+            output_limit = body.get("max_completion_tokens", body.get("max_tokens"))
+            retention = body.get("prompt_cache_retention")
+        else:  # Ollama & co. read max_tokens; max_completion_tokens and the retention are dropped
+            prompt = sum(b.tokens for b in blocks)
+            if self.context_window is not None and prompt > self.context_window:
+                return self._error(ex, 400, f"the request exceeds the available context size, try increasing it "
+                                   f"(n_prompt_tokens {prompt} > n_ctx {self.context_window})",
+                                   error_type="exceed_context_size_error")
+            output_limit = body.get("max_tokens")
+            retention = None
 
         reply = self._next_reply()
         ex.rec.reply = reply
@@ -184,10 +275,9 @@ class FakeOpenAI(FakeServerBase):
         ex.sleep(plan.delay_headers)
         if plan.error is not None:
             return self._scripted_error(ex, plan.error)
-        blocks = openai_blocks(body)
         with self._lock:
-            cache = self.cache.process(body["model"], body.get("prompt_cache_key"), blocks,
-                                       body.get("prompt_cache_retention"))
+            cache = self.cache.process(body["model"], body.get("prompt_cache_key"), blocks, retention)
+        cache["output_limit"] = output_limit
         ex.rec.cache = cache
         usage = self._usage(cache, plan)
         ex.rec.usage = usage
@@ -298,4 +388,42 @@ class FakeOpenAI(FakeServerBase):
         ex.end_stream()
 
 
-__all__ = ["FakeOpenAI", "OpenAICache", "MIN_CACHED_TOKENS", "CACHE_STEP"]
+def tool_message_error(body: dict) -> tuple[str, str] | None:
+    """(message, param) of the 400 OpenAI gives a request whose tool messages are not paired, or None.
+
+    - an assistant message with ``tool_calls`` is followed by a ``tool`` message for each id: "An
+      assistant message with 'tool_calls' must be followed by tool messages responding to each
+      'tool_call_id'. The following tool_call_ids did not have response messages: call_…"
+      (microsoft/promptflow PR 3130 quotes it);
+    - a ``tool`` message answers a ``tool_calls`` before it: "Invalid parameter: messages with role
+      'tool' must be a response to a preceeding message with 'tool_calls'." (param
+      ``messages.[N].role``; miurla/morphic issue 136, smarter-sh/smarter issue 264).
+    """
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    for i, m in enumerate(messages):
+        if m.get("role") == "tool":
+            k = i - 1
+            while k >= 0 and messages[k].get("role") == "tool":
+                k -= 1
+            asked = {c.get("id") for c in (messages[k].get("tool_calls") or []) if isinstance(c, dict)} \
+                if k >= 0 and messages[k].get("role") == "assistant" else set()
+            if m.get("tool_call_id") not in asked:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.", f"messages.[{i}].role")
+        calls = [c.get("id") for c in (m.get("tool_calls") or []) if isinstance(c, dict)] \
+            if m.get("role") == "assistant" else []
+        if calls:
+            answered = set()
+            for after in messages[i + 1:]:
+                if after.get("role") != "tool":
+                    break
+                answered.add(after.get("tool_call_id"))
+            missing = [c for c in calls if c not in answered]
+            if missing:
+                return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                        f"'tool_call_id'. The following tool_call_ids did not have response messages: "
+                        f"{', '.join(str(c) for c in missing)}", f"messages.[{i}].role")
+    return None
+
+
+__all__ = ["FakeOpenAI", "tool_message_error", "OpenAICache", "MIN_CACHED_TOKENS", "CACHE_STEP"]

@@ -25,6 +25,15 @@ def _focus(args):
     return Focus(tuple(ids), args.primary if args.primary is not None else (ids[0] if ids else None))
 
 
+def cache_line(model: str, facts, prefix_est: int) -> str:
+    """The cached prefix against the model's minimum (core/providers/models.py)."""
+    if not facts.min_cacheable:
+        return f"cached prefix ~{prefix_est} tokens; {model} on a local server reuses any common prefix"
+    below = prefix_est < facts.min_cacheable
+    return (f"cached prefix ~{prefix_est} tokens; {model} caches prefixes from {facts.min_cacheable} tokens"
+            + (" — this one is too short to be cached" if below else ""))
+
+
 def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
     from core.chat.preview import next_request
@@ -38,7 +47,7 @@ def cmd_context(args, out: Out) -> int:
         for node_id in focus.ordered:
             store.get_node(node_id)  # a clear error for an unknown id
         preview = next_request(store, cfg, provider, args.message, focus=focus, chat_id=args.chat or None)
-        request, retrieval_note = preview.request, preview.retrieval_note
+        request, retrieval_note, provider = preview.request, preview.retrieval_note, preview.provider  # agent's model
         last_usage = None
         if preview.chat is not None:
             # Estimates before sending; what the provider reported for the last reply corrects them.
@@ -46,14 +55,15 @@ def cmd_context(args, out: Out) -> int:
             last_usage = replies[-1]["usage"] if replies else None
         body = provider.body(Turn(request, [], preview.chat_key))
         blocks = [b.summary() for b in request.blocks()]
-    from core.providers.anthropic_provider import min_cacheable
-
+    facts = provider.facts
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
-              "retrieval_note": retrieval_note,
+              "retrieval_note": retrieval_note, "agent": preview.agent_facts,
               "cache": {"prefix_tokens_est": prefix_est,
-                        "min_cacheable_tokens": min_cacheable(provider.model) if provider.name == "anthropic" else 1024,
+                        "min_cacheable_tokens": facts.min_cacheable,
+                        "model_known": facts.known, "assumed": facts.assumed,
+                        "context_window": facts.context_window,
                         "last_reported_usage": last_usage},
               "body": body}
     if out.as_json:
@@ -63,11 +73,12 @@ def cmd_context(args, out: Out) -> int:
             out.text(f"{b['name']:>11} ", (("cached" if b["cached"] else "not cached").ljust(11), "green" if b["cached"] else "yellow"),
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
+        out.text(preview.agent_line, style="dim")
         cache = result["cache"]
-        below = prefix_est < cache["min_cacheable_tokens"]
-        out.text(f"cached prefix ~{prefix_est} tokens; {provider.model} caches prefixes from "
-                 f"{cache['min_cacheable_tokens']} tokens" + (" — this one is too short to be cached" if below else ""),
-                 style="yellow" if below else "dim")
+        if provider.name != "offline":
+            out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")
+            if facts.assumed:
+                out.text(facts.assumed, style="yellow")
         if last_usage:
             out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
                      f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")
@@ -152,6 +163,8 @@ def cmd_ask(args, out: Out) -> int:
                     sys.stdout.flush()
             elif item.type == "tool_call" and not out.as_json:
                 print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+            elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
+                print(f"\n[{item.text}]", file=sys.stderr)
             elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
                 print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)
@@ -159,9 +172,16 @@ def cmd_ask(args, out: Out) -> int:
             raise failure[0]
         passages = reply.citations.get("passages", {}) if reply else {}
         titles = {n["id"]: n["title"] for n in store.get_nodes(passages.values())} if passages else {}
+    from core.chat.cost import Pricer
+
+    pricer = Pricer.from_config(cfg)  # the reply and its side requests, on the chat's (its agent's) model
+    cost = pricer.for_provider(reply.usage, chat.provider)
+    for s in reply.side_usage.values():
+        cost = cost + pricer.for_provider(s or {}, chat.provider)
     if out.as_json:
         out.json({"chat_id": chat.id, "message_id": reply.message_id, "text": reply.text, "status": reply.status,
-                  "error": reply.error, "usage": reply.usage.as_dict(), "citations": reply.citations,
+                  "error": reply.error, "usage": reply.usage.as_dict(), "cost": cost.as_dict(),
+                  "citations": reply.citations,
                   "citation_check": reply.citation_check.as_dict() if reply.citation_check else None,
                   "side_usage": reply.side_usage, "created_nodes": reply.created_nodes})
     else:
@@ -180,7 +200,7 @@ def cmd_ask(args, out: Out) -> int:
         side = "".join(f" · + {purpose.replace('_', ' ')} {s.get('input', 0)} in/{s.get('output', 0)} out"
                        for purpose, s in reply.side_usage.items() if s)
         out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}"
-                 f"{side}", style="dim")
+                 f"{side} · {cost.label()}", style="dim")
     return 0 if reply.status == "complete" else 1
 
 

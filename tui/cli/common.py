@@ -215,6 +215,8 @@ def load_config(args):
         cfg.chat.model = args.model
     if getattr(args, "agent", None):
         cfg.chat.agent = args.agent
+    if getattr(args, "model", None) and hasattr(cfg.agents, cfg.chat.agent):
+        setattr(cfg.agents, cfg.chat.agent, "")  # --model is this chat's agent's model, over agents.<name>
     return cfg
 
 

@@ -60,11 +60,15 @@ class ChatListScreen(ModalScreen[int | None]):
 
     @work(thread=True, exclusive=True, group="chat-list", exit_on_error=False)
     def _load(self) -> None:
+        from core.chat.cost import Pricer
         from core.chat.repository import ChatRepository
 
         try:
             with self.services.store() as store:
                 chats = ChatRepository(store).list_chats(LIMIT)
+            pricer = Pricer.from_config(self.services.config)
+            for chat in chats:  # the chat's summed usage, priced for its provider and model (core.chat.cost)
+                chat["cost"] = pricer.price(chat["usage"], chat["provider"], chat["model"]).label()
         except Exception as exc:
             self.app.call_from_thread(self.notify, f"Could not list chats: {exc}", severity="error", markup=False)
             chats = []
@@ -83,7 +87,8 @@ class ChatListScreen(ModalScreen[int | None]):
         usage = chat["usage"]
         when = (chat["updated_at"] or "")[:16].replace("T", " ")
         parts = [f"#{chat['id']}", f"{chat['replies']} repl{'y' if chat['replies'] == 1 else 'ies'}", chat["agent"],
-                 chat["model"], when, f"in {usage['input']:,} out {usage['output']:,}"]
+                 chat["model"], when, f"in {usage['input']:,} out {usage['output']:,}", chat.get("cost", "")]
+        parts = [p for p in parts if p]
         parts = [printable(p) for p in parts]
         if chat["id"] == self.current:
             parts.append(OPEN_NOW)

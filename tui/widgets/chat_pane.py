@@ -29,6 +29,7 @@ from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from core.chat.citations import CitationCheck, groups as citation_groups
+from core.chat.cost import NO_PRICE, Cost, Pricer
 from core.errors import NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
@@ -65,15 +66,17 @@ def _count(n, short: bool) -> str:
     return f"{n:,}"
 
 
-def reply_meta_line(usage: dict | None, status: str, side: dict | None = None) -> str:
+def reply_meta_line(usage: dict | None, status: str, side: dict | None = None, cost: str = "") -> str:
     """A reply's usage line: its own request's tokens and status, then the side requests made for its
     turn (the citation check, the rolling summary: core.chat.usage_log), so what the turn cost is all under
-    the reply. With side requests the cache figures are shortened, then the labels, then numbers
-    written 12.3k, to fit META_WIDTH when that can be done."""
+    the reply, then `cost`: the money of the reply and its side requests (core.chat.cost). With side
+    requests the cache figures are shortened, then the labels, then numbers written 12.3k, to fit
+    META_WIDTH when that can be done."""
     u = usage or {}
     extras = [(key, side[key]) for key in SIDE_LABELS if (side or {}).get(key)]
+    tail = [cost] if cost else []
     if not extras:
-        return f"{usage_line(u)} · {status}"
+        return " · ".join([usage_line(u), status, *tail])
     line = ""
     for label_at, short in ((0, False), (1, False), (1, True)):
         parts = [f"in {_count(u.get('input'), short)} (cache r {_count(u.get('cache_read'), short)}"
@@ -81,7 +84,7 @@ def reply_meta_line(usage: dict | None, status: str, side: dict | None = None) -
         for key, s in extras:
             parts.append(f"+ {SIDE_LABELS[key][label_at]} {_count(s.get('input'), short)} in/"
                          f"{_count(s.get('output'), short)} out")
-        line = " · ".join(parts)
+        line = " · ".join(parts + tail)
         if len(line) <= META_WIDTH:
             break
     return line
@@ -177,6 +180,7 @@ class _TurnDone(Message, bubble=False):
     created: list = field(default_factory=list)
     check: dict | None = None  # the citation check (core.chat.citations), if one ran
     side: dict = field(default_factory=dict)  # this turn's side requests' usage, by purpose (Reply.side_usage)
+    cost: Cost = NO_PRICE  # the reply's and its side requests' money (core.chat.cost)
 
 
 @dataclass
@@ -195,6 +199,7 @@ class _ChatLoaded(Message, bubble=False):
     items: list
     hidden: int
     total: dict
+    cost: Cost = NO_PRICE  # the chat's money, replies and side requests
 
 
 @dataclass
@@ -297,6 +302,7 @@ class ChatPane(Vertical):
         self._stop_timer: Timer | None = None
         self._last_message = ""
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._cost = NO_PRICE  # the chat's money so far (core.chat.cost)
         self._created: _CreatedBatch | None = None  # the latest reply's created notes (ctrl+z)
         self._intro: Static | None = None  # the new chat's intro (it says whether the chat is offline)
 
@@ -386,7 +392,7 @@ class ChatPane(Vertical):
     def _set_status(self, text: str) -> None:
         if not text:
             total = self._total
-            text = (f"chat #{self.chat_id} · total {usage_line(total)}" if self.chat_id is not None
+            text = (f"chat #{self.chat_id} · total {usage_line(total)} · {self._cost.label()}" if self.chat_id is not None
                     else "new chat")
         self.query_one("#chat-status", Static).update(Text(printable(text)))
 
@@ -445,7 +451,7 @@ class ChatPane(Vertical):
             provider = (self.make_provider or _default_provider)(cfg)
             with Store(self.services.db_path) as store:
                 chat = Chat(store, cfg, provider, chat_id=chat_id, confirm=self._confirm_in_ui(cancel))
-                self.post_message(_ChatReady(turn, chat.id, chat.agent.name, provider.model))
+                self.post_message(_ChatReady(turn, chat.id, chat.agent.name, chat.provider.model))
                 if focus is not None:
                     chat.set_focus(focus)
                 for event in chat.send(message, cancel):
@@ -462,15 +468,22 @@ class ChatPane(Vertical):
                     elif event.type == "tool_result":
                         mark = "✗" if event.stop_reason == "error" else "←"
                         self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
+                    elif event.type == "notice":  # e.g. what was cut to fit the context window
+                        self.post_message(_Activity(turn, f"  ✂ {event.text}"))
                     elif event.type == "phase":
                         self.post_message(_Phase(turn, event.text))
                 reply = chat.last_reply
                 passages = dict(reply.citations.get("passages", {}))
                 check = reply.citation_check.as_dict() if reply.citation_check else None
                 sources = _sources(store, reply.citations, reply.created_nodes, check)
+                pricer = Pricer.from_config(cfg)
+                answered = chat.provider  # on the agent's model (the chat may run on another than cfg's)
+                cost = pricer.for_provider(reply.usage, answered)
+                for usage in reply.side_usage.values():
+                    cost = cost + pricer.for_provider(usage, answered)
                 self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
                                             sources, passages, list(reply.created_nodes), check,
-                                            dict(reply.side_usage)))
+                                            dict(reply.side_usage), cost))
         except ProviderError as exc:
             self.post_message(_TurnFailed(turn, str(exc), stored))
         except Exception as exc:  # shown inline; the app never crashes on a failed reply
@@ -514,6 +527,7 @@ class ChatPane(Vertical):
         if self.chat_id != message.chat_id:
             self.chat_id = message.chat_id
             self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+            self._cost = NO_PRICE
         self.chat_agent = message.agent
         if not self.chat_title and self._last_message.strip():
             self.chat_title = self._last_message.strip().splitlines()[0][:80]  # as core titles a new chat
@@ -576,7 +590,7 @@ class ChatPane(Vertical):
         status = message.status
         if status == "incomplete" and not message.error:
             status = "incomplete (stopped)"
-        log.mount(Static(Text(reply_meta_line(message.usage, status, message.side)),
+        log.mount(Static(Text(reply_meta_line(message.usage, status, message.side, message.cost.label())),
                          classes=f"reply-meta {message.status}"))
         sources = SourceList(message.sources, classes="sources") if message.sources else None
         if sources is not None:
@@ -586,6 +600,7 @@ class ChatPane(Vertical):
         add_usage(self._total, message.usage)
         for usage in message.side.values():
             add_usage(self._total, usage)
+        self._cost = self._cost + message.cost
         self.last_reply_text = shown
         self.last_usage = message.usage
         self._finish()
@@ -759,6 +774,7 @@ class ChatPane(Vertical):
         self.last_reply_text = ""
         self.last_usage = None
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._cost = NO_PRICE
         self._created = None  # undo applies to the chat on screen
         self.refresh_bindings()
         self.query_one(ChatLog).remove_children()
@@ -813,17 +829,25 @@ class ChatPane(Vertical):
         try:
             with Store(self.services.db_path) as store:
                 chat = Chat(store, self.services.config, OfflineProvider(), chat_id=chat_id)
-                row = store.db.execute("SELECT title, model FROM chats WHERE id = ?", (chat_id,)).fetchone()
+                row = store.db.execute("SELECT title, provider, model FROM chats WHERE id = ?", (chat_id,)).fetchone()
+                pricer = Pricer.from_config(self.services.config)
+
+                def priced(usage) -> Cost:
+                    return pricer.price(usage, row["provider"], row["model"])
                 messages = chat.messages()
                 hidden = max(0, len(messages) - MAX_SHOWN_MESSAGES)
                 items = []
                 total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
                 side = usage_log.turn_usage(store, chat_id)  # {user message id: {purpose: usage}}
+                cost = NO_PRICE
                 for m in messages:
                     add_usage(total, m["usage"])
+                    if m["usage"] is not None:
+                        cost = cost + priced(m["usage"])
                 for by_purpose in side.values():
                     for usage in by_purpose.values():
                         add_usage(total, usage)
+                        cost = cost + priced(usage)
                 turn_of = {}  # each message's turn: the user message (with text) that began it
                 turn = None
                 for m in messages:
@@ -834,6 +858,11 @@ class ChatPane(Vertical):
                     item = {"role": m["role"], "text": m["text"], "status": m["status"], "error": m["error"],
                             "usage": m["usage"], "tools": [], "sources": [], "passages": {},
                             "check": m.get("citation_check"), "side": side.get(turn_of[m["id"]], {})}
+                    if m["role"] == "assistant" and m["usage"] is not None:
+                        item_cost = priced(m["usage"])
+                        for usage in item["side"].values():
+                            item_cost = item_cost + priced(usage)
+                        item["cost"] = item_cost.label()
                     for block in m["content"]:
                         if block.get("type") == "tool_use":
                             args = json.dumps(block.get("input"), ensure_ascii=False)[:120]
@@ -843,7 +872,7 @@ class ChatPane(Vertical):
                         item["sources"] = _sources(store, m["citations"], [], m.get("citation_check"))
                     items.append(item)
             self.post_message(_ChatLoaded(chat_id, row["title"] or "", chat.agent.name, row["model"] or "",
-                                          items, hidden, total))
+                                          items, hidden, total, cost))
         except Exception as exc:
             self.post_message(_LoadFailed(f"Could not open chat {chat_id}: {exc}"))
 
@@ -873,7 +902,7 @@ class ChatPane(Vertical):
                 widgets.append(Static(Text(printable("\n".join(check_lines(item["check"])))), classes="citation-check"))
             if item["usage"] is not None:
                 status = item["status"]
-                widgets.append(Static(Text(reply_meta_line(item["usage"], status, item["side"])),
+                widgets.append(Static(Text(reply_meta_line(item["usage"], status, item["side"], item.get("cost", ""))),
                                       classes=f"reply-meta {status}"))
                 self.last_usage = item["usage"]
             if item["sources"]:
@@ -887,6 +916,7 @@ class ChatPane(Vertical):
         self._created = None  # undo applies to the replies of this session only
         self.refresh_bindings()
         self._total = message.total
+        self._cost = message.cost
         self._update_title()
         self._set_status("")
         log.anchor()

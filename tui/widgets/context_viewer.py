@@ -50,12 +50,12 @@ BLOCK_HELP = {
 }
 
 
-def cache_minimum(provider_name: str, model: str) -> int:
-    if provider_name == "anthropic":
-        from core.providers.anthropic_provider import min_cacheable
+def model_facts(provider_name: str, model: str, base_url: str | None = None):
+    """The model table's row (core/providers/models.py): a model on a loopback server is local."""
+    from core.providers.base import is_loopback
+    from core.providers.models import facts
 
-        return min_cacheable(model)
-    return 1024  # OpenAI's implicit prefix caching starts at 1,024 tokens
+    return facts(model, provider_name, local=provider_name == "openai" and bool(base_url) and is_loopback(base_url))
 
 
 def _shown(text: str) -> str:
@@ -133,6 +133,7 @@ class _Blocks(Message, bubble=False):
     node_count: int
     error: str | None = None
     retrieval_note: str | None = None
+    agent_line: str = ""  # the agent, its model and its two scopes (core/agent/profiles.py facts_line)
 
 
 @dataclass
@@ -359,8 +360,9 @@ class ContextViewer(VerticalScroll):
                 if not any(b[0] == "focus" for b in blocks):
                     blocks.append(("focus", False, 0, ""))
                 blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
+                provider = preview.provider  # on the agent's model (core/agent/profiles.py model_for)
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
-                                          len(request.node_ids), retrieval_note=note))
+                                          len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line))
         except Exception as exc:
             self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
                                       error=f"{type(exc).__name__}: {exc}"))
@@ -389,6 +391,7 @@ class ContextViewer(VerticalScroll):
         self.blocks = blocks
         self._provider, self._model, self._chat_id = message.provider, message.model, message.chat_id
         self._node_count = message.node_count
+        self._agent_line = message.agent_line
         widgets = []
         for name, cached, tokens, text in blocks:
             if message.retrieval_note and name in ("retrieved", "datetime") and not any(
@@ -408,22 +411,29 @@ class ContextViewer(VerticalScroll):
         provider, model = getattr(self, "_provider", "offline"), getattr(self, "_model", "offline")
         prefix = sum(b[2] for b in self.blocks if b[1])
         total = sum(b[2] for b in self.blocks)
-        minimum = cache_minimum(provider, model)
+        facts = model_facts(provider, model, self.services.config.base_url(provider))
+        minimum = facts.min_cacheable
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
         text.append(printable(f"{provider} · {model} · {where} · {self._node_count} nodes in the context\n"))
+        if getattr(self, "_agent_line", ""):
+            text.append(printable(self._agent_line) + "\n", style="dim")
         text.append(f"total ~{total:,} tokens (estimate) · cached prefix ~{prefix:,} tokens\n")
         if provider == "offline":
             # Nothing is sent, so nothing is cached: no line about a cache minimum, which would read as
             # if the offline answers were cached.
             text.append("Offline: nothing is sent or cached; this is what a provider would receive.",
                         style="dim")
+        elif not minimum:
+            text.append(f"{printable(model)} on a local server reuses any common prefix.")
         else:
             long_enough = prefix >= minimum
             text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
                         style="" if long_enough else "bold")
             text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
                         style="" if long_enough else "bold")
+        if provider != "offline" and facts.assumed:
+            text.append(f"\n{facts.assumed}", style="bold")
         last = self._last_usage()
         if last:
             from tui.widgets.chat_pane import usage_line

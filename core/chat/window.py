@@ -1,0 +1,183 @@
+"""The context-window policy: a request the API would refuse for its length is never sent.
+
+Before each request of a chat turn (the first and each tool-loop step) `Chat.send` asks `fit()`:
+
+* Size: `estimate_tokens` of the provider's own body (`provider.body(turn)` serialised as JSON: the
+  tools, system, history, tool-loop messages and suffix exactly as they would go out), times the
+  chat's correction ratio (below).
+* Budget: the model's input limit, less room for the reply: the turn's max_tokens capped at the
+  model's maximum output (`models.output_cap`). A local server (no maximum output in the table)
+  stops a reply where its window ends, so for it the room kept is at most a quarter of the window.
+* Correction: `Calibration` keeps, per chat (in its metadata), the sum of the input tokens the
+  provider reported for earlier requests and the sum of their estimates; the ratio reported /
+  estimated corrects the next estimate. It is never below 1 (an over-estimate stays as a margin)
+  and 1 until a request has reported its usage.
+
+When the request does not fit, it is shrunk in this order, each step only as far as needed:
+
+1. cap the largest tool results of this turn: the tail of each is replaced by
+   "… [cut: N characters to fit the context window]" (largest first, each kept to at least
+   `MIN_RESULT_CHARS`);
+2. summarise the older history through the rolling summary (`Chat._maybe_summarise`, forced);
+   only before the turn's first request, when the history is what grows;
+3. drop retrieved passages from the suffix, the last (least relevant) first; also only before the
+   first request (a tool-loop step keeps the passages the model has already read and cited).
+
+A tool-loop step's results are capped before the step is stored, so the next turn's history carries
+them as sent.
+
+Each step that cut something yields one line for the user (a `notice` StreamEvent). If the request
+still does not fit it is refused before anything is sent: `TooLong`, whose message names the sizes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from core.providers import models
+from core.providers.base import ProviderError, Turn
+from core.providers.request import ContextRequest, estimate_tokens
+
+CUT_MARK = "… [cut: {n:,} characters to fit the context window]"
+MIN_RESULT_CHARS = 400  # a capped tool result keeps at least this much of its head
+LOCAL_REPLY_SHARE = 4  # a local model: keep at most window // 4 for the reply
+
+
+class TooLong(ProviderError):
+    """The request cannot be made to fit the model's window; nothing was sent."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="context_window")
+
+
+@dataclass
+class Calibration:
+    """Reported vs estimated input tokens of this chat's earlier requests (kept in chat metadata as
+    `window_calibration`: [reported, estimated])."""
+
+    reported: int = 0
+    estimated: int = 0
+
+    @classmethod
+    def from_metadata(cls, metadata: dict) -> "Calibration":
+        reported, estimated = (metadata.get("window_calibration") or [0, 0])[:2]
+        return cls(int(reported), int(estimated))
+
+    def save(self, metadata: dict) -> None:
+        metadata["window_calibration"] = [self.reported, self.estimated]
+
+    @property
+    def ratio(self) -> float:
+        return max(1.0, self.reported / self.estimated) if self.reported and self.estimated else 1.0
+
+    def record(self, estimated: int, reported: int) -> None:
+        """One request's raw estimate and the input tokens its provider reported (0: none reported)."""
+        if reported > 0 and estimated > 0:
+            self.reported += reported
+            self.estimated += estimated
+
+
+def raw_estimate(provider, turn: Turn) -> int:
+    """Estimated tokens of what `provider` would send for `turn` (no correction)."""
+    try:
+        body = provider.body(turn)
+    except NotImplementedError:  # a provider without a body (the offline one): the neutral blocks
+        return sum(b.tokens_est for b in turn.request.blocks()) + estimate_tokens(
+            json.dumps(turn.loop, ensure_ascii=False))
+    return estimate_tokens(json.dumps(body, ensure_ascii=False, default=str))
+
+
+def budget(facts: models.ModelFacts, max_tokens: int) -> int:
+    """The most prompt tokens a request may carry and still leave room for its reply."""
+    reply = models.output_cap(facts, max_tokens)
+    if not facts.max_output:  # a local server: the reply ends where the window does
+        reply = min(reply, facts.context_window // LOCAL_REPLY_SHARE)
+    return min(facts.input_limit, facts.context_window - reply)
+
+
+def fit(provider, turn: Turn, calibration: Calibration, *,
+        summarise: Callable[[], ContextRequest | None] | None = None, drop_passages: bool = True,
+        message: str = "") -> tuple[Turn, list[str]]:
+    """`turn` made to fit the model's window (tool results in `turn.loop` are capped in place), and
+    the lines telling the user what was cut. `summarise` forces the rolling summary and returns the
+    request rebuilt on the shorter history (None: nothing summarised). Raises `TooLong`."""
+    facts = provider.facts
+    limit = budget(facts, turn.max_tokens)
+    notes: list[str] = []
+
+    def size(t: Turn) -> int:
+        return round(raw_estimate(provider, t) * calibration.ratio)
+
+    now = size(turn)
+    if now <= limit:
+        return turn, notes
+    # 1. the largest tool results of this turn
+    results = [b for m in turn.loop if m["role"] == "user" for b in m["content"]
+               if b.get("type") == "tool_result" and isinstance(b.get("content"), str)]
+    original: dict[int, int] = {}  # id(block) -> its length before any cut
+    while now > limit:
+        big = max((b for b in results if len(b["content"]) > MIN_RESULT_CHARS + 80), default=None,
+                  key=lambda b: len(b["content"]))
+        if big is None:
+            break
+        text = big["content"]
+        full = original.setdefault(id(big), len(text))
+        mark = text.rfind(CUT_MARK.split("{")[0])
+        if mark >= 0 and full != len(text):  # cut before (by an earlier step): cut its kept head again
+            text = text[:mark]
+        over_chars = int((now - limit) * 4 / calibration.ratio) + 64
+        keep = max(MIN_RESULT_CHARS, len(text) - over_chars)
+        if keep >= len(text):
+            break
+        big["content"] = text[:keep] + CUT_MARK.format(n=full - keep)
+        now = size(turn)
+    capped = sum(1 for b in results if id(b) in original and len(b["content"]) != original[id(b)])
+    if capped:
+        notes.append(f"Cut {capped} tool result{'s' if capped > 1 else ''} of this turn to fit "
+                     f"{facts.model or provider.model}'s context window.")
+    # 2. the older history, into the rolling summary
+    if now > limit and summarise is not None:
+        request = summarise()
+        if request is not None:
+            turn = replace(turn, request=request)
+            now = size(turn)
+            notes.append("Summarised the older conversation to fit the context window.")
+    # 3. retrieved passages, the last first
+    if now > limit and drop_passages and turn.request.suffix.passages:
+        dropped_passages = 0
+        while now > limit and turn.request.suffix.passages:
+            turn = replace(turn, request=replace(turn.request, suffix=_without_last(turn.request.suffix)))
+            dropped_passages += 1
+            now = size(turn)
+        notes.append(f"Left out {dropped_passages} retrieved passage{'s' if dropped_passages > 1 else ''} "
+                     "to fit the context window.")
+    if now > limit:
+        raise TooLong(_refusal(provider, turn, calibration, limit, message))
+    return turn, notes
+
+
+def _without_last(suffix):
+    """The suffix without its last retrieved passage (the header and the other passages as rendered)."""
+    from core.providers.request import Suffix
+
+    passages = suffix.passages[:-1]
+    last = suffix.passages[-1]
+    head = suffix.retrieved.find(f"[{last.n}] [NODE:{last.node_id}:")
+    retrieved = suffix.retrieved[:head].rstrip() if head >= 0 and passages else ""
+    focus_ids = [i for i in suffix.node_ids if i not in {p.node_id for p in suffix.passages}]
+    ids = list(dict.fromkeys([*focus_ids, *(p.node_id for p in passages)]))
+    return Suffix(suffix.focus, retrieved, suffix.datetime, passages, ids)
+
+
+def _refusal(provider, turn: Turn, calibration: Calibration, limit: int, message: str) -> str:
+    model = provider.facts.model or provider.model
+    if message:
+        alone = round(estimate_tokens(message) * calibration.ratio)
+        return (f"Your message is about {alone:,} tokens; {model} takes at most {limit:,} with room for the "
+                "reply. Shorten it or split it into parts; nothing was sent.")
+    total = round(raw_estimate(provider, turn) * calibration.ratio)
+    return (f"This request would be about {total:,} tokens even after cutting tool results, the older "
+            f"conversation and the retrieved passages; {model} takes at most {limit:,} with room for the "
+            "reply. Nothing was sent.")

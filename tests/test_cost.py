@@ -1,0 +1,48 @@
+"""The daily spending cap ([chat] max_usd_per_day, core.chat.cost): a chat request that would take
+today's spend (UTC day, from the stored usage priced by the model table) past the cap is not sent, and
+the reply says why with the figures. Against the fake Anthropic server on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+
+from chat_support import SONNET, _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
+from core import clock
+from fakes import text
+
+
+def plant_spend(store, chat_id: int, output_tokens: int) -> None:
+    """A reply stored today that cost output_tokens x $15 / 1e6 (claude-sonnet-4-6's output price)."""
+    store.db.execute("INSERT INTO messages(chat_id, role, content, usage, created_at) VALUES (?, 'assistant', '[]', ?, ?)",
+                     (chat_id, json.dumps({"input": 0, "output": output_tokens, "cache_write": 0, "cache_read": 0}),
+                      clock.now()))
+
+
+def test_a_request_that_would_pass_the_daily_cap_is_not_sent(store, searcher, anth):
+    cfg = config(provider="anthropic", model=SONNET, max_usd_per_day=1.0)
+    chat = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
+    anth.script.add(text("First answer."))
+    send(chat, "hello")  # well under the cap: sent
+    assert len(anth.model_requests()) == 1 and chat.last_reply.status == "complete"
+    plant_spend(store, chat.id, 65_000)  # $0.975 spent today
+    anth.script.add(text("This must never be asked for."))
+    events = send(chat, "and again")
+    assert len(anth.model_requests()) == 1  # the fake heard nothing more
+    reply = chat.last_reply
+    assert reply.status == "incomplete" and reply.requests == 0
+    errors = [e.error for e in events if e.type == "error"]
+    assert len(errors) == 1 and errors[0].kind == "spending_cap" and str(errors[0]) == reply.error
+    assert reply.error.startswith("Not sent: today's spend ($0.97") and "the daily cap of $1.00" in reply.error
+    assert "[chat] max_usd_per_day" in reply.error and SONNET in reply.error
+    # 0 = no cap: the next request goes out (and gets the reply still queued)
+    cfg.chat.max_usd_per_day = 0
+    send(chat, "once more")
+    assert len(anth.model_requests()) == 2
+
+
+def test_offline_is_never_capped(store, searcher):
+    from core.providers.offline import OfflineProvider
+
+    chat = new_chat(store, OfflineProvider(), searcher, cfg=config(max_usd_per_day=0.000001))
+    send(chat, "tomato")
+    assert chat.last_reply.status == "complete" and not chat.last_reply.error
