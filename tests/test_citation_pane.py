@@ -8,6 +8,7 @@ also after the chat is reopened. Pilot, the real app, the real Anthropic SDK aga
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -128,9 +129,17 @@ def test_cancel_after_the_phase_skips_the_judge_and_keeps_the_reply(store, searc
     chat = judged_chat(store, searcher, anth, starter)
     anth.script.add(slow(3), text(verdict("unsupported")))
     cancel = threading.Event()
+    def escape_once_the_judge_is_asked() -> None:
+        # escape while the judge runs: its request has reached the server, which answers after 3 s
+        # (a stop set before the request starts sends nothing: see the test below and test_stop_everywhere)
+        deadline = time.monotonic() + 10
+        while len(anth.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancel.set()
+
     for event in chat.send(QUESTION, cancel):
         if event.type == "phase":
-            cancel.set()  # escape while the judge runs
+            threading.Thread(target=escape_once_the_judge_is_asked, daemon=True).start()
     reply = chat.last_reply
     result = reply.citation_check
     assert reply.status == "complete" and reply.error is None and len(anth.requests) == 2
