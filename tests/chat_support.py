@@ -12,7 +12,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-SONNET = "claude-sonnet-4-6"  # the fakes' 1,024-token minimum; older names raise DeprecationWarning
+SONNET = "claude-sonnet-4-6"  # the default model; caches from 2,048 tokens (core/providers/models.py)
+SONNET_1024 = "claude-sonnet-4-5"  # caches from 1,024 tokens: for a test whose prefix is shorter than 2,048
 GPT = "gpt-4.1-mini"
 KEY = "sk-test-KEY-d41d8cd98f00b204"  # a key that must never be stored or logged
 FIXED_NOW = datetime(2026, 3, 4, 5, 6, tzinfo=timezone.utc)
@@ -57,10 +58,11 @@ def config(**chat):
     return cfg
 
 
-def anthropic_provider(srv, *, remote: bool | None = None, key: str = KEY, cache_ttl: str = "5m"):
+def anthropic_provider(srv, *, remote: bool | None = None, key: str = KEY, cache_ttl: str = "5m",
+                       model: str = SONNET):
     from core.providers.anthropic_provider import AnthropicProvider
 
-    p = AnthropicProvider(key, SONNET, base_url=srv.base_url, cache_ttl=cache_ttl)
+    p = AnthropicProvider(key, model, base_url=srv.base_url, cache_ttl=cache_ttl)
     if remote is not None:
         # The fakes listen on loopback, which Cairn rightly counts as local; a test that needs a
         # remote provider says so explicitly.

@@ -454,7 +454,7 @@ def test_cairn_ask_says_it_checks_citations_and_counts_the_judges_tokens(cli, an
     judge = normalised(anth.model_requests()[-1].usage)
     assert judge["input"] > 0
     usage_line = out.strip().splitlines()[-1]
-    assert usage_line.endswith(f" · + citation check {judge['input']} in/{judge['output']} out")
+    assert f" · + citation check {judge['input']} in/{judge['output']} out · $" in usage_line  # then its cost
 
     anth.script.add(text(reply))
     anth.script.add(text(json.dumps({"verdicts": [{"claim": 1, "verdict": "supported", "why": "It says so."}]})))

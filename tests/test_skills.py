@@ -14,6 +14,7 @@ import pytest
 from chat_support import (  # noqa: F401  (fixtures)
     FIXED_NOW,
     SONNET,
+    SONNET_1024,
     _no_proxies,
     anth,
     oai,
@@ -331,7 +332,8 @@ def filler_turns(chat, anth, start: int, count: int) -> None:
 
 
 def test_active_skills_are_reattached_after_the_summary_byte_identically(store, searcher, anth, monkeypatch):
-    chat = new_chat(store, anthropic_provider(anth), searcher)
+    # A model caching from 1,024 tokens: this conversation's prefix (~1,500) is below sonnet-4-6's 2,048.
+    chat = new_chat(store, anthropic_provider(anth, model=SONNET_1024), searcher)
     anth.script.add(tool_call("activateSkill", {"name": "integrate"}))
     anth.script.add(text("Integrating."))
     send(chat, "Integrate my note")
