@@ -73,6 +73,9 @@ class ChatSettings:
                                     "gives up", _between(1, 3600, "seconds"))
     check_citations: str = setting("sent", "off | sent (flag [N]/[NODE:id] not in the context sent) | model "
                                            "(also ask the model)", _one_of(CITATION_CHECKS))
+    local_context_window: int = setting(0, "tokens of context a model on a local server holds (what Ollama, "
+                                           "llama.cpp or LM Studio was started with); 0: 4,096, Ollama's default",
+                                        _zero_or_more)
     max_usd_per_day: float = setting(0.0, "USD the chat's requests may cost in a UTC day (stored usage, priced by "
                                           "the model table); a request that would pass it is not sent (0 = no cap)",
                                      _between(0, 1_000_000, "USD"))

@@ -215,3 +215,18 @@ def test_offline_local_and_unknown_models_say_why_they_have_no_figure():
     assert (known + Pricer().price(usage, "offline", "")).label() == "$0.007500"
     assert (known + Pricer().price(usage, "openai", "llama3.2")).label() == "$0.007500 + price unknown (model llama3.2)"
     assert usd(0.0123) == "$0.0123" and usd(12.5) == "$12.50" and usd(0) == "$0.00"
+
+
+def test_a_local_servers_window_comes_from_the_config(tmp_path):
+    """Ollama, llama.cpp and LM Studio do not report their window: chat.local_context_window says it."""
+    from core import config as config_module
+    from core.providers.factory import make_provider, preview_provider
+
+    path = tmp_path / "config.toml"
+    path.write_text('[chat]\nprovider = "openai"\nbase_url = "http://127.0.0.1:11434/v1"\nmodel = "llama3.2"\n')
+    cfg = config_module.load(path)
+    assert make_provider(cfg).facts.context_window == 4096  # 0: Ollama's default
+    config_module.set_value("chat.local_context_window", "32768", path)
+    cfg = config_module.load(path)
+    for provider in (make_provider(cfg), preview_provider(cfg)):
+        assert provider.facts.provider == "local" and provider.facts.context_window == 32768

@@ -34,7 +34,8 @@ def make_provider(config, name: str | None = None, model: str | None = None) -> 
                                  timeout=config.chat.timeout)
     from core.providers.openai_provider import OpenAIProvider
 
-    return OpenAIProvider(key, model, base_url=base_url, timeout=config.chat.timeout, cache_ttl=config.chat.cache_ttl)
+    return OpenAIProvider(key, model, base_url=base_url, timeout=config.chat.timeout, cache_ttl=config.chat.cache_ttl,
+                          local_window=config.chat.local_context_window)
 
 
 def preview_provider(config) -> Provider:
@@ -49,7 +50,8 @@ def preview_provider(config) -> Provider:
     if name == "openai":
         from core.providers.openai_provider import OpenAIProvider
 
-        return OpenAIProvider("", model, base_url=config.base_url(name), cache_ttl=config.chat.cache_ttl)
+        return OpenAIProvider("", model, base_url=config.base_url(name), cache_ttl=config.chat.cache_ttl,
+                              local_window=config.chat.local_context_window)
     from core.providers.offline import OfflineProvider
 
     return OfflineProvider()

@@ -178,13 +178,14 @@ def lookup(model: str) -> ModelFacts | None:
     return MODELS.get(stem)
 
 
-def facts(model: str, provider: str = "", *, local: bool = False) -> ModelFacts:
+def facts(model: str, provider: str = "", *, local: bool = False, window: int = 0) -> ModelFacts:
     """What is known of `model`: its row, or (`local`: a model on an OpenAI-compatible server) no
-    price and the local window, or the strictest figures flagged unknown."""
+    price and the local window (`window`: chat.local_context_window, 0 for LOCAL_CONTEXT_WINDOW), or
+    the strictest figures flagged unknown."""
     if local:
         # No price; any common prefix is reused (llama.cpp's and Ollama's prompt cache keep the KV of
         # the previous prompt, from its first token); the reply's length is the server's to cut.
-        return ModelFacts("local", model, LOCAL_CONTEXT_WINDOW, 0, 0)
+        return ModelFacts("local", model, window or LOCAL_CONTEXT_WINDOW, 0, 0)
     row = lookup(model)
     if row is not None and (not provider or row.provider == provider):
         return row

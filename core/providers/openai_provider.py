@@ -66,16 +66,17 @@ class OpenAIProvider(SDKProvider):
     name = "openai"
 
     def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None,
-                 cache_ttl: str = "5m", compatible: bool | None = None):
+                 cache_ttl: str = "5m", compatible: bool | None = None, local_window: int = 0):
         super().__init__(api_key, model, base_url=base_url, timeout=timeout)
         self.cache_ttl = cache_ttl
+        self.local_window = local_window  # chat.local_context_window (0: the table's default)
         # None: from the base URL; a test against a fake on loopback may say which API it plays.
         self.compatible = is_compatible(base_url) if compatible is None else compatible
 
     @property
     def facts(self) -> models.ModelFacts:
         """A model on a compatible server on this machine is local (no price, the local window)."""
-        return models.facts(self.model, "openai", local=self.compatible and not self.remote)
+        return models.facts(self.model, "openai", local=self.compatible and not self.remote, window=self.local_window)
 
     def _new_client(self, **options):
         import openai

@@ -50,12 +50,13 @@ BLOCK_HELP = {
 }
 
 
-def model_facts(provider_name: str, model: str, base_url: str | None = None):
+def model_facts(provider_name: str, model: str, base_url: str | None = None, local_window: int = 0):
     """The model table's row (core/providers/models.py): a model on a loopback server is local."""
     from core.providers.base import is_loopback
     from core.providers.models import facts
 
-    return facts(model, provider_name, local=provider_name == "openai" and bool(base_url) and is_loopback(base_url))
+    return facts(model, provider_name, local=provider_name == "openai" and bool(base_url) and is_loopback(base_url),
+                 window=local_window)
 
 
 def _shown(text: str) -> str:
@@ -411,7 +412,8 @@ class ContextViewer(VerticalScroll):
         provider, model = getattr(self, "_provider", "offline"), getattr(self, "_model", "offline")
         prefix = sum(b[2] for b in self.blocks if b[1])
         total = sum(b[2] for b in self.blocks)
-        facts = model_facts(provider, model, self.services.config.base_url(provider))
+        cfg = self.services.config
+        facts = model_facts(provider, model, cfg.base_url(provider), cfg.chat.local_context_window)
         minimum = facts.min_cacheable
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
