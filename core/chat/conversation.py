@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Callable, Iterator
 
 from core.agent import profiles
-from core.chat import citations, usage_log
+from core.chat import citations, model_reply, usage_log
 from core.chat import request as chat_request
 from core.chat import window
 from core.chat.focus import Focus
@@ -598,27 +598,19 @@ class Chat:
                     transcript.append(f"{r['role']}: {b['text']}")
                 elif b.get("type") == "tool_use":
                     transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
-        req = chat_request.one_shot(SUMMARY_PROMPT, "\n\n".join(transcript), self.provider.model)
-        text, usage, stop = "", Usage(), ""
         log_id = usage_log.log_request(self.store, purpose="summary", provider=self.provider.name,
                                        model=self.provider.model, chat_id=self.id)  # sends no node's content
         try:
-            for event in self.provider.stream(Turn(req, [], self.chat_key + "-summary", 2048), cancel):
-                if event.type == "text":
-                    text += event.text
-                elif event.type == "usage" and event.usage is not None:
-                    usage = usage + event.usage
-                elif event.type == "stop":
-                    stop = event.stop_reason
-                elif event.type == "error":
-                    raise event.error
-        except ProviderError as exc:
-            usage_log.record_usage(self.store, log_id, usage)  # the tokens counted before it failed
+            reply = model_reply.complete(self.provider, SUMMARY_PROMPT, "\n\n".join(transcript),
+                                         chat_key=self.chat_key + "-summary", max_tokens=2048, cancel=cancel)
+        except model_reply.ReplyFailed as exc:
+            usage_log.record_usage(self.store, log_id, exc.usage)  # the tokens counted before it failed
             self.metadata["summary_error"] = str(exc)  # continue unsummarised; shown by `cairn chats`
             self._save_metadata()
-            return log_id, usage
+            return log_id, exc.usage
+        text, usage = reply.text, reply.usage
         usage_log.record_usage(self.store, log_id, usage)
-        if text.strip() and stop != "cancelled":  # a summary cut off by a stop is not kept
+        if text.strip() and reply.stop != "cancelled":  # a summary cut off by a stop is not kept
             self.metadata["summary"] = text.strip()
             self.metadata["summary_upto"] = old[-1]["id"]
             self._reattach_skills(old[-1]["id"])
