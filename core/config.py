@@ -441,24 +441,32 @@ def _from_text(text: str, hint: Any) -> Any:
 def set_value(dotted: str, value: Any, path: Path | None = None) -> Path:
     """Change one setting in place with tomlkit, keeping the file's comments. Text is read as the
     setting's type ("true", "60", "a,b" for a list); an unknown key or bad value changes nothing."""
+    return set_values({dotted: value}, path)
+
+
+def set_values(values: dict[str, Any], path: Path | None = None) -> Path:
+    """Change several settings in one write: the file holds all of them or none (a reader never sees
+    half a save, and one bad value keeps every other one out too)."""
     import tomlkit
 
     path = Path(path) if path else config_path()
-    try:
-        hint = _setting_type(str(path), dotted)  # before write_default: an unknown key creates no file
-    except ConfigError as exc:
-        raise ConfigError(f"{exc} Nothing was changed.") from None
-    if isinstance(value, str) and hint is not str:
-        value = _from_text(value, hint)
+    typed: dict[str, Any] = {}
+    for dotted, value in values.items():
+        try:
+            hint = _setting_type(str(path), dotted)  # before write_default: an unknown key creates no file
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} Nothing was changed.") from None
+        typed[dotted] = _from_text(value, hint) if isinstance(value, str) and hint is not str else value
     path = write_default(path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    parts = dotted.split(".")
-    target = doc
-    for part in parts[:-1]:
-        if part not in target:
-            target[part] = tomlkit.table()
-        target = target[part]
-    target[parts[-1]] = value
+    for dotted, value in typed.items():
+        parts = dotted.split(".")
+        target = doc
+        for part in parts[:-1]:
+            if part not in target:
+                target[part] = tomlkit.table()
+            target = target[part]
+        target[parts[-1]] = value
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -229,3 +229,18 @@ def test_config_set_reads_command_line_text_as_the_settings_type(tmp_path):
             cfg.keymap) == (60.0, ["private", "health"], True, 500, "true", {"quick_capture": "ctrl+k"})
     with pytest.raises(ConfigError, match=r'`memory.max_count` must be a whole number, not a string \("many"\)'):
         config_module.set_value("memory.max_count", "many", path)
+
+
+def test_settings_saved_together_land_together_or_not_at_all(tmp_path):
+    """The Context viewer's Save writes four settings: one write, so a reader never sees half of them,
+    and one bad value keeps the good ones out too."""
+    path = tmp_path / "config.toml"
+    config_module.set_values({"chat.provider": "anthropic", "chat.agent": "worker",
+                              "chat.background_context": False}, path)
+    cfg = config_module.load(path)
+    assert (cfg.chat.provider, cfg.chat.agent, cfg.chat.background_context) == ("anthropic", "worker", False)
+    before = path.read_text(encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"Nothing was changed\."):
+        config_module.set_values({"chat.provider": "openai", "chat.timeout": "soon"}, path)
+    assert path.read_text(encoding="utf-8") == before
+    assert not path.with_name("config.toml.tmp").exists()

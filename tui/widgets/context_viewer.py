@@ -586,9 +586,7 @@ class ContextViewer(VerticalScroll):
         from core import config as config_module
 
         try:
-            path = None
-            for key, value in values.items():
-                path = config_module.set_value(key, value, self.services.config.path)
+            path = config_module.set_values(values, self.services.config.path)  # one write: all or none
             self.post_message(_Saved(f"Saved the chat settings to {path}."))
         except Exception as exc:
             self.post_message(_Saved(f"Could not save the settings: {exc}", ok=False))
