@@ -92,6 +92,32 @@ class AgentSettings:
     planner: str = setting("", "empty: chat.model (or the provider's default)")
 
 
+# Two lists per agent, never mixed (as Ontheia keeps `read_namespaces` and `tool_read_namespaces`):
+# what is injected without being asked, and what the model may fetch with its tools.
+def _scope_comment(reach: str) -> str:
+    return f"dimensions {reach}; empty: all"
+
+
+@dataclass
+class ReadScopeSettings:
+    """per agent, the dimensions retrieval may send unasked (hubs, passages); apart from [tool_scope]"""
+
+    orchestrator: list[str] = setting([], _scope_comment("the orchestrator's retrieval reads"))
+    easy: list[str] = setting([], _scope_comment("the easy agent's retrieval reads"))
+    worker: list[str] = setting([], _scope_comment("the worker's retrieval reads"))
+    planner: list[str] = setting([], _scope_comment("the planner's retrieval reads"))
+
+
+@dataclass
+class ToolScopeSettings:
+    """per agent, the dimensions its read tools may reach (sqliteQuery is off under a scope)"""
+
+    orchestrator: list[str] = setting([], _scope_comment("the orchestrator's tools reach"))
+    easy: list[str] = setting([], _scope_comment("the easy agent's tools reach"))
+    worker: list[str] = setting([], _scope_comment("the worker's tools reach"))
+    planner: list[str] = setting([], _scope_comment("the planner's tools reach"))
+
+
 @dataclass
 class PrivacySettings:
     """what never leaves the machine, by any path"""
@@ -151,6 +177,8 @@ class Config:
     user_name: str = setting("", 'what the model calls you; empty: "the user"')
     chat: ChatSettings = table(ChatSettings)
     agents: AgentSettings = table(AgentSettings)
+    read_scope: ReadScopeSettings = table(ReadScopeSettings)
+    tool_scope: ToolScopeSettings = table(ToolScopeSettings)
     privacy: PrivacySettings = table(PrivacySettings)
     mcp: McpSettings = table(McpSettings)
     memory: MemorySettings = table(MemorySettings)

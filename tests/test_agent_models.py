@@ -179,7 +179,7 @@ def test_cairn_context_shows_the_agent(cli):
     rc, out, err = run(cmd, env, "context", "hello", "--provider", "anthropic", "--agent", "easy", "--json")
     assert rc == 0, err
     result = json.loads(out)
-    assert result["agent"] == {"name": "easy", "model": HAIKU, "read_scope": [], "tool_scope": []}
+    assert result["agent"] == {"name": "easy", "model": HAIKU, "read_scope": [], "tool_scope": [], "model_note": ""}
     assert result["model"] == HAIKU and result["body"]["model"] == HAIKU
     rc, out, err = run(cmd, env, "context", "hello", "--provider", "anthropic", "--agent", "easy",
                        "--model", "claude-opus-4-7")
@@ -187,3 +187,60 @@ def test_cairn_context_shows_the_agent(cli):
     assert "agent easy on claude-opus-4-7 · retrieval reads all · tools reach all" in out
     rc, out, err = run(cmd, env, "context", "hello", "--provider", "anthropic", "--json")
     assert json.loads(out)["agent"]["name"] == "orchestrator" and json.loads(out)["agent"]["model"] == SONNET
+
+
+def test_the_config_sets_each_agents_two_scopes_apart(store, searcher, anth, scoped_graph):
+    """[tool_scope] reaches the read tools only, [read_scope] the automatic retrieval only."""
+    work, home = scoped_graph
+    cfg = config()
+    cfg.tool_scope.orchestrator = ["work"]
+    anth.script.add(tool_call("searchContent", {"query": "budget river"}), text("done"))
+    send(new_chat(store, anthropic_provider(anth), searcher, cfg=cfg), "What are the budgets?")
+    result = [b for b in anth.last.body["messages"][-1]["content"] if b.get("type") == "tool_result"][0]
+    assert [h["node_id"] for h in json.loads(result["content"])] == [work]
+    assert "Home budget" in json.dumps(anth.model_requests()[0].body["messages"])  # retrieval is not scoped
+
+    cfg = config()
+    cfg.read_scope.orchestrator = ["work"]
+    anth.script.add(tool_call("searchContent", {"query": "budget river"}), text("done"))
+    send(new_chat(store, anthropic_provider(anth), searcher, cfg=cfg), "What are the budgets?")
+    first = json.dumps(anth.model_requests()[2].body["messages"])
+    assert "Quarterly budget" in first and "Home budget" not in first  # retrieval keeps to work
+    result = [b for b in anth.last.body["messages"][-1]["content"] if b.get("type") == "tool_result"][0]
+    assert {h["node_id"] for h in json.loads(result["content"])} == {work, home}  # the tools are not scoped
+
+
+def test_a_scope_in_the_file_reaches_the_agent_and_a_typo_is_refused(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[tool_scope]\nworker = ["work", " ", "work"]\n[read_scope]\nplanner = ["home"]\n',
+                    encoding="utf-8")
+    path.chmod(0o600)
+    cfg = config_module.load(path)
+    assert profiles.get("worker", cfg).tool_scope == ("work",) and profiles.get("worker", cfg).read_scope == ()
+    assert profiles.get("planner", cfg).read_scope == ("home",)
+    assert profiles.get("worker").tool_scope == ()  # without a config: the profile as built in
+    path.write_text('[tool_scope]\nwokrer = ["work"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown setting `tool_scope.wokrer`; did you mean `worker`\?"):
+        config_module.load(path)
+    path.write_text('[read_scope]\nworker = "work"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"`read_scope.worker` must be a list"):
+        config_module.load(path)
+
+
+def test_an_agents_model_of_another_provider_is_not_sent_and_the_preview_says_why(store, searcher, oai):
+    """agents.easy names a Claude model while the chat runs on OpenAI: OpenAI would refuse the model,
+    so the agent runs on OpenAI's own cheaper model and the viewer / `cairn context` say so."""
+    from core.chat.preview import next_request
+
+    cfg = config(provider="openai")
+    cfg.agents.easy = HAIKU
+    assert profiles.model_for(profiles.get("easy"), cfg, "openai") == "gpt-4.1-nano"
+    note = profiles.model_note(profiles.get("easy"), cfg, "openai")
+    assert note == "agents.easy = 'claude-haiku-4-5' is a model of anthropic, not of openai: not used"
+    cfg.chat.agent = "easy"
+    preview = next_request(store, cfg, openai_provider(oai), "hi", searcher=searcher)
+    assert preview.provider.model == "gpt-4.1-nano" and note in preview.agent_line
+    assert preview.agent_facts["model_note"] == note
+    cfg.agents.easy = "qwen3:8b"  # a model the table does not know (a local one): the user's to name
+    assert profiles.model_for(profiles.get("easy"), cfg, "openai") == "qwen3:8b"
+    assert profiles.model_note(profiles.get("easy"), cfg, "openai") == ""

@@ -28,10 +28,10 @@ class Agent:
     cheap_model: bool = False  # prefer the provider's smaller model when no model is configured
     background: bool = False  # hubs in the cached prefix (orchestrators only)
     auto_read: bool = True  # retrieved passages in each message's suffix
-    # Two lists, never mixed (Ontheia's read namespaces vs tool_read_namespaces), both set in the
-    # profiles only (not in the config): read_scope limits what is injected automatically
-    # (core/chat/context.py `_readable`); tool_scope limits what the node-reading tools may reach
-    # (queryNodes, getNodesById, searchContent, queryEdges; sqliteQuery is refused under a scope).
+    # Two lists, never mixed (Ontheia's read namespaces vs tool_read_namespaces), set in the config's
+    # [read_scope] and [tool_scope] tables (`get(name, config)`): read_scope limits what is injected
+    # automatically (core/chat/context.py `_readable`); tool_scope limits what the node-reading tools
+    # may reach (queryNodes, getNodesById, searchContent, queryEdges; sqliteQuery is refused under a scope).
     read_scope: tuple[str, ...] = ()  # dimensions retrieval may read; empty: all
     tool_scope: tuple[str, ...] = ()  # dimensions the read tools may reach; empty: all
     allow_write: bool = False  # save run input (80+ chars) and output as type='memory' nodes
@@ -72,23 +72,52 @@ _TIME_VARIABLES = {"date", "time", "now", "datetime", "today", "timestamp", "cur
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def get(name: str) -> Agent:
+def get(name: str, config=None) -> Agent:
+    """The built-in agent `name`, with the scopes `config` gives it ([read_scope] and [tool_scope])."""
     try:
-        return BUILT_IN[name]
+        agent = BUILT_IN[name]
     except KeyError:
         raise InvalidInput(f"Unknown agent {name!r}; the agents are {', '.join(BUILT_IN)}.") from None
+    if config is None:
+        return agent
+    scopes = {}
+    for kind in ("read_scope", "tool_scope"):
+        configured = getattr(getattr(config, kind, None), name, None)
+        if configured:
+            scopes[kind] = tuple(dict.fromkeys(d.strip() for d in configured if d.strip()))
+    return replace(agent, **scopes) if scopes else agent
+
+
+def _configured_model(agent: Agent, config, provider: str) -> tuple[str, str]:
+    """(`agents.<name>` as configured, why it is not used with `provider`; "" when it is)."""
+    from core.providers.models import lookup
+
+    configured = getattr(getattr(config, "agents", None), agent.name, "") or ""
+    row = lookup(configured) if configured else None
+    if row is not None and row.provider != provider:
+        # An Anthropic model sent to OpenAI (or the reverse) is refused as an unknown model; a model
+        # the table does not know (a local one) is the user's to name and is sent as given.
+        return configured, (f"agents.{agent.name} = {configured!r} is a model of {row.provider}, not of "
+                            f"{provider}: not used")
+    return configured, ""
+
+
+def model_note(agent: Agent, config, provider: str) -> str:
+    """Why the agent's configured model is not the one it runs on (empty when it is, or none is set)."""
+    return "" if provider == "offline" else _configured_model(agent, config, provider)[1]
 
 
 def model_for(agent: Agent, config, provider: str) -> str | None:
-    """The model `agent` runs on with `provider`: `agents.<name>` in the config, else the profile's own
-    model, else for a cheap_model agent with no chat.model configured the provider's cheaper model
-    (core/config.py CHEAP_MODELS). None: the provider's model as given (chat.model or its default)."""
+    """The model `agent` runs on with `provider`: `agents.<name>` in the config (unless the model table
+    says it is another provider's: `model_note`), else the profile's own model, else for a cheap_model
+    agent with no chat.model configured the provider's cheaper model (core/config.py CHEAP_MODELS).
+    None: the provider's model as given (chat.model or its default)."""
     from core.config import CHEAP_MODELS
 
     if provider == "offline":
         return None
-    configured = getattr(getattr(config, "agents", None), agent.name, "")
-    if configured:
+    configured, refused = _configured_model(agent, config, provider)
+    if configured and not refused:
         return configured
     if agent.model:
         return agent.model

@@ -145,7 +145,7 @@ class Chat:
         self._inherited = inherited or []
         self.repo = ChatRepository(store)
         if chat_id is None:
-            self.agent = profiles.get(agent or config.chat.agent)
+            self.agent = profiles.get(agent or config.chat.agent, config)
             self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
 
@@ -165,7 +165,7 @@ class Chat:
             if row is None:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
-            self.agent = profiles.get(row["agent"])
+            self.agent = profiles.get(row["agent"], config)
             self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = row["metadata"]
@@ -499,7 +499,7 @@ class Chat:
         """Run `task` in a sub-chat of `agent_name`, with the same stop flag (a stop reaches every depth)."""
         if _stopped(cancel):
             raise ToolError("Stopped: the user stopped the turn; the task was not handed over.")
-        target = profiles.get(agent_name)
+        target = profiles.get(agent_name, self.config)
         if target.name == self.agent.name:
             raise ToolError(f"An agent cannot delegate to itself ({agent_name}).")
         if self.depth + 1 > MAX_DELEGATION_DEPTH:

@@ -26,15 +26,17 @@ class Preview:
     chat: Chat | None  # the chat it continues, None for a new one
     provider: Provider  # the one given, on the agent's model (core/agent/profiles.py model_for)
     agent: profiles.Agent
+    model_note: str = ""  # why agents.<name> in the config is not the model used (profiles.model_note)
 
     @property
     def agent_facts(self) -> dict:
         """name, model, read_scope and tool_scope of the agent the request is for."""
-        return profiles.facts(self.agent, self.provider.model)
+        return dict(profiles.facts(self.agent, self.provider.model), model_note=self.model_note)
 
     @property
     def agent_line(self) -> str:
-        return profiles.facts_line(self.agent, self.provider.model)
+        line = profiles.facts_line(self.agent, self.provider.model)
+        return f"{line}\n{self.model_note}" if self.model_note else line
 
 
 def next_request(store: Store, config, provider, message: str, *, focus: Focus | None = None,
@@ -47,11 +49,13 @@ def next_request(store: Store, config, provider, message: str, *, focus: Focus |
     if chat_id is not None:
         chat = Chat(store, config, provider, chat_id=chat_id, searcher=searcher)
         request = chat.request(message, focus=focus)
-        return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat, chat.provider, chat.agent)
-    agent = profiles.get(config.chat.agent)
+        return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat, chat.provider, chat.agent,
+                       profiles.model_note(chat.agent, config, provider.name))
+    agent = profiles.get(config.chat.agent, config)
     provider = provider.with_model(profiles.model_for(agent, config, provider.name))
     engine = chat_request.engine(store, searcher, agent, config, provider)
     engine.set_focus(focus)
     snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))
     request = chat_request.build(engine, snapshot, [], message, provider.model)
-    return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None, provider, agent)
+    return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None, provider, agent,
+                   profiles.model_note(agent, config, provider.name))

@@ -306,7 +306,7 @@ class ContextViewer(VerticalScroll):
         provider = preview_provider(cfg)
         key = (chat_request.policy(cfg, provider), cfg.chat.agent)
         if self._focus_engine is None or self._focus_engine_key != key:
-            self._focus_engine = chat_request.engine(store, None, profiles.get(cfg.chat.agent), cfg, provider)
+            self._focus_engine = chat_request.engine(store, None, profiles.get(cfg.chat.agent, cfg), cfg, provider)
             self._focus_engine_key = key
         return self._focus_engine
 
