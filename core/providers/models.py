@@ -6,8 +6,10 @@ hour, cache read, output). Every figure names its source; where sources disagree
 taken and the comment says so. `facts()` finds a model by its id (a dated snapshot id such as
 `claude-haiku-4-5-20251001` or `gpt-4.1-mini-2025-04-14` finds its alias); a model not in the table
 gets the strictest figures of the table (smallest window and output, largest minimum) and
-`known=False`, so the UI can say "unknown model: assumed …". A model served by a local or other
-OpenAI-compatible server has no price and the window of `LOCAL_CONTEXT_WINDOW`.
+`known=False`, so the UI can say "unknown model: assumed …". A model served by a local
+OpenAI-compatible server has no price, and the window the user set (chat.local_context_window), else
+the one the server reports on its native endpoints (core/providers/local_window.py), else
+`LOCAL_CONTEXT_WINDOW`, assumed, which the UI says (`ModelFacts.window_source`, `assumed`).
 
 Sources, cited below by letter:
   [A-price]  platform.claude.com/docs/en/about-claude/pricing, "Model pricing" table (base input,
@@ -38,11 +40,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-# A local or other OpenAI-compatible server (Ollama, llama.cpp, LM Studio): the window is whatever
-# the server was started with, which the API does not report. Ollama's docs/context-length.mdx:
-# "< 24 GiB VRAM: 4k context" (older releases: 2,048, patrickfleith/datafast issue 140); llama.cpp
-# and LM Studio take the size they are given. 4,096 is the default a user most often runs with.
+# A local OpenAI-compatible server (Ollama, llama.cpp, LM Studio): the window is whatever the server
+# was started with. The OpenAI-compatible API does not report it; the servers' native endpoints do
+# (llama.cpp /props, Ollama /api/ps for a loaded model, LM Studio /api/v0/models/{id}: see
+# core/providers/local_window.py). When neither the config nor the server says, this is assumed:
+# Ollama's docs/context-length.mdx: "< 24 GiB VRAM: 4k context" (older releases: 2,048,
+# patrickfleith/datafast issue 140); llama.cpp and LM Studio take the size they are given. 4,096 is
+# the default a user most often runs with.
 LOCAL_CONTEXT_WINDOW = 4096
+
+# Where a local model's window came from (ModelFacts.window_source).
+WINDOW_FROM_CONFIG = "config (chat.local_context_window)"
+WINDOW_ASSUMED = "assumed"
+
+
+def window_from_server(source: str) -> str:
+    """The window_source of a window the server reported, e.g. "server (llama.cpp /props)"."""
+    return f"server ({source})"
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,9 @@ class ModelFacts:
     max_input: int | None = None  # a prompt limit below the window, where the API has one
     cache_retention_24h: bool = False  # OpenAI: takes prompt_cache_retention "24h"
     known: bool = True
+    # A local model: where its window came from: WINDOW_FROM_CONFIG, window_from_server(...) or
+    # WINDOW_ASSUMED; "" when the caller did not say (and for a model of the table).
+    window_source: str = ""
 
     @property
     def input_limit(self) -> int:
@@ -71,7 +88,11 @@ class ModelFacts:
 
     @property
     def assumed(self) -> str:
-        """For the UI: empty for a known model, else what was assumed for this one."""
+        """For the UI: empty for a known model (and a local one whose window the config or the server
+        gave), else what was assumed for this one."""
+        if self.provider == "local" and self.window_source == WINDOW_ASSUMED:
+            return (f"local model: assumed a {self.context_window:,}-token window (Ollama's default); the server "
+                    "did not report its window: set chat.local_context_window")
         if self.known:
             return ""
         return (f"unknown model: assumed a {self.context_window:,}-token window, at most {self.max_output:,} "
@@ -178,14 +199,17 @@ def lookup(model: str) -> ModelFacts | None:
     return MODELS.get(stem)
 
 
-def facts(model: str, provider: str = "", *, local: bool = False, window: int = 0) -> ModelFacts:
-    """What is known of `model`: its row, or (`local`: a model on an OpenAI-compatible server) no
-    price and the local window (`window`: chat.local_context_window, 0 for LOCAL_CONTEXT_WINDOW), or
-    the strictest figures flagged unknown."""
+def facts(model: str, provider: str = "", *, local: bool = False, window: int = 0, source: str = "") -> ModelFacts:
+    """What is known of `model`: its row, or (`local`: a model on a local OpenAI-compatible server) no
+    price and the local window (`window`: the configured or probed window, 0 for LOCAL_CONTEXT_WINDOW;
+    `source`: where it came from, see ModelFacts.window_source; left out, a window given is the
+    config's and none is not said), or the strictest figures flagged unknown."""
     if local:
+        if not source and window > 0:
+            source = WINDOW_FROM_CONFIG
         # No price; any common prefix is reused (llama.cpp's and Ollama's prompt cache keep the KV of
         # the previous prompt, from its first token); the reply's length is the server's to cut.
-        return ModelFacts("local", model, window or LOCAL_CONTEXT_WINDOW, 0, 0)
+        return ModelFacts("local", model, window if window > 0 else LOCAL_CONTEXT_WINDOW, 0, 0, window_source=source)
     row = lookup(model)
     if row is not None and (not provider or row.provider == provider):
         return row

@@ -16,20 +16,28 @@ OpenAI itself and the compatible servers differ in two fields:
   "1h"`): its cached prefixes are kept in GPU-local storage, which is not Zero Data Retention
   eligible (OpenAI's prompt-caching guide).
 A server is "compatible" when the base URL is set and is not api.openai.com (loopback or any other host).
+
+A compatible server on this machine is local: no price, and the window chat.local_context_window says,
+else the one the server reports on its native endpoints (core/providers/local_window.py, asked on the
+first need and kept), else models.LOCAL_CONTEXT_WINDOW, assumed and said so. A server elsewhere is
+never probed.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Iterator
 from urllib.parse import urlparse
 
-from core.providers import interrupt, models
+from core.providers import interrupt, local_window, models
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
+PROBE_RETRY_SECONDS = 30.0  # a server that did not say its window is asked again after this long
+PROBE_TIMEOUT = 1.0  # seconds per native endpoint (a server on this machine answers at once)
 OPENAI_HOSTS = ("api.openai.com",)
 
 
@@ -66,17 +74,46 @@ class OpenAIProvider(SDKProvider):
     name = "openai"
 
     def __init__(self, api_key: str, model: str, *, base_url: str | None = None, timeout: float | None = None,
-                 cache_ttl: str = "5m", compatible: bool | None = None, local_window: int = 0):
+                 cache_ttl: str = "5m", compatible: bool | None = None, local_window: int = 0, clock=None):
         super().__init__(api_key, model, base_url=base_url, timeout=timeout)
         self.cache_ttl = cache_ttl
-        self.local_window = local_window  # chat.local_context_window (0: the table's default)
+        self.local_window = local_window  # chat.local_context_window (0: ask the server, else the default)
         # None: from the base URL; a test against a fake on loopback may say which API it plays.
         self.compatible = is_compatible(base_url) if compatible is None else compatible
+        self.clock = clock or time.monotonic  # seconds, for re-asking a server that did not say
+        # The last probe: ((base_url, model) it was for, its answer, when). Rebound, never mutated, so a
+        # copy on another model (with_model) asks for its own model.
+        self._probe: tuple[tuple, local_window.Probed | None, float] | None = None
+        self._probe_lock = threading.Lock()
 
     @property
     def facts(self) -> models.ModelFacts:
-        """A model on a compatible server on this machine is local (no price, the local window)."""
-        return models.facts(self.model, "openai", local=self.compatible and not self.remote, window=self.local_window)
+        """A model on a compatible server on this machine is local: no price, and the window the config
+        says (it wins), else the one the server reports, else the assumed default."""
+        if not (self.compatible and not self.remote):
+            return models.facts(self.model, "openai")
+        if self.local_window > 0:
+            return models.facts(self.model, "openai", local=True, window=self.local_window,
+                                source=models.WINDOW_FROM_CONFIG)
+        probed = self._probed_window()
+        if probed is not None:
+            return models.facts(self.model, "openai", local=True, window=probed.tokens,
+                                source=models.window_from_server(probed.source))
+        return models.facts(self.model, "openai", local=True, source=models.WINDOW_ASSUMED)
+
+    def _probed_window(self) -> local_window.Probed | None:
+        """The window the local server reports for this model: asked once (a positive answer is kept
+        for this provider's life), and a server that did not say is asked again only after
+        PROBE_RETRY_SECONDS (Ollama lists a model, with its window, once a request has loaded it)."""
+        key = (self.base_url, self.model)
+        with self._probe_lock:
+            last = self._probe
+            if last is not None and last[0] == key:
+                if last[1] is not None or self.clock() - last[2] < PROBE_RETRY_SECONDS:
+                    return last[1]
+            probed = local_window.probe(self.base_url or "", self.model, timeout=PROBE_TIMEOUT)
+            self._probe = (key, probed, self.clock())
+            return probed
 
     def _new_client(self, **options):
         import openai

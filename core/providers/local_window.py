@@ -1,0 +1,115 @@
+"""The context window a local server runs a model with, asked of the server's own native endpoints.
+
+The OpenAI-compatible API (`/v1/models`, `/v1/chat/completions`) does not report the window a model
+was loaded with; llama.cpp's `llama-server`, Ollama and LM Studio each do on an endpoint of their own,
+beside `/v1`. `probe()` asks them in turn (stdlib `urllib.request`, GET, a short timeout) and never
+raises: an error, a status other than 200, a body that is not JSON or a missing field moves on to the
+next endpoint, and when none answers it returns None (the caller assumes a window and says so).
+Only a positive int counts as a window.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class Probed:
+    tokens: int  # the window the server reports for the model
+    source: str  # which endpoint said so, e.g. "llama.cpp /props"
+
+
+def root(base_url: str) -> str:
+    """The server's root: the base URL without its trailing slash and `/v1`."""
+    url = base_url.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url.rstrip("/")
+
+
+# No proxy: only a server on this machine is probed, and an HTTP_PROXY set for the internet must not
+# carry a request for 127.0.0.1 away (nor leak the local model's name to it).
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _get(url: str, timeout: float) -> Any:
+    """The JSON body of a 200 answer to GET `url`, or None (any error, other status or bad JSON)."""
+    try:
+        request = urllib.request.Request(url, method="GET", headers={"Accept": "application/json"})
+        with _OPENER.open(request, timeout=timeout) as response:
+            if response.status != 200:
+                return None
+            return json.loads(response.read().decode("utf-8"))
+    except Exception:  # HTTPError (4xx/5xx), URLError, timeout, reset, bad JSON, bad URL: no answer
+        return None
+
+
+def _tokens(value: Any) -> int | None:
+    """A positive int (not a bool, not a float or a string), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def _llama_cpp(base: str, model: str, timeout: float) -> int | None:
+    # llama.cpp `llama-server`: GET /props answers `default_generation_settings.n_ctx`, the context the
+    # server was started with (`-c`/`--ctx-size`): tools/server/README.md ("GET /props: Get server
+    # global properties"), and "A tour of llama.cpp's llama-server HTTP endpoints" (mvysny.github.io):
+    # "n_ctx: .default_generation_settings.n_ctx". One model per server: the model name is not checked.
+    body = _get(f"{base}/props", timeout)
+    settings = body.get("default_generation_settings") if isinstance(body, dict) else None
+    return _tokens(settings.get("n_ctx")) if isinstance(settings, dict) else None
+
+
+def _ollama(base: str, model: str, timeout: float) -> int | None:
+    # Ollama: GET /api/ps lists the running models, each with `name`, `model` and `context_length`
+    # (docs.ollama.com/api/ps; "context_length: the context actually allocated at run time, not the
+    # model's maximum"). A model that is not loaded is not listed: no answer. "llama3.2" is listed as
+    # "llama3.2:latest".
+    body = _get(f"{base}/api/ps", timeout)
+    entries = body.get("models") if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None
+    wanted = {model} if ":" in model else {model, f"{model}:latest"}
+    for entry in entries:
+        if isinstance(entry, dict) and (entry.get("name") in wanted or entry.get("model") in wanted):
+            return _tokens(entry.get("context_length"))
+    return None
+
+
+def _lm_studio(base: str, model: str, timeout: float) -> int | None:
+    # LM Studio: GET /api/v0/models/{model} answers `loaded_context_length` (present when the model is
+    # loaded) and `max_context_length` (lmstudio.ai/docs, "LM Studio REST API (beta)", v0). Only the
+    # loaded one is the window: `max_context_length` is the model's maximum, not what it was loaded
+    # with, so it is never used.
+    body = _get(f"{base}/api/v0/models/{quote(model, safe='')}", timeout)
+    return _tokens(body.get("loaded_context_length")) if isinstance(body, dict) else None
+
+
+# In order: the first that answers wins.
+_ENDPOINTS = (
+    ("llama.cpp /props", _llama_cpp),
+    ("Ollama /api/ps", _ollama),
+    ("LM Studio /api/v0/models", _lm_studio),
+)
+
+
+def probe(base_url: str, model: str, timeout: float = 1.0) -> Probed | None:
+    """The window the server at `base_url` (an OpenAI-compatible base URL, `/v1` or not) runs `model`
+    with, from its native endpoints, or None when none of them says. Never raises."""
+    try:
+        base = root(base_url)
+    except Exception:
+        return None
+    for source, ask in _ENDPOINTS:
+        try:
+            tokens = ask(base, model, timeout)
+        except Exception:  # a shape no one expected: this endpoint did not answer
+            tokens = None
+        if tokens is not None:
+            return Probed(tokens, source)
+    return None
