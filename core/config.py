@@ -79,6 +79,9 @@ class ChatSettings:
     max_usd_per_day: float = setting(0.0, "USD the chat's requests may cost in a UTC day (stored usage, priced by "
                                           "the model table); a request that would pass it is not sent (0 = no cap)",
                                      _between(0, 1_000_000, "USD"))
+    max_usd_per_chat: float = setting(0.0, "USD one chat's requests may cost in all (its delegates and side requests "
+                                           "included); a request that would pass it is not sent (0 = no cap)",
+                                      _between(0, 1_000_000, "USD"))
 
 
 @dataclass

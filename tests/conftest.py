@@ -20,6 +20,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    from core.providers import local_window
+
+    local_window._seen.clear()  # a port a closed fake used may come back with another window
     yield
 
 

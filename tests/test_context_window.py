@@ -207,3 +207,56 @@ async def test_the_chat_pane_shows_what_was_cut(store, db_path, local, monkeypat
         activity = plain(app.query(".reply-activity").last())
         assert "✂ Cut 1 tool result of this turn to fit" in activity
     assert refusals(local) == 0
+
+
+def test_an_older_pasted_document_is_cut_to_fit_the_summary_request(store, searcher, local):
+    """The rolling summary's own request fits the window: a 40,000-character message among the older
+    ones is cut (its head kept, the cut said), so the summary is made instead of refused."""
+    from fakes import text
+
+    chat = new_chat(store, local_provider(local), searcher, agent="easy")
+    chat._insert("user", [{"type": "text", "text": "Here is the report: " + words(40_000, "doc")}])
+    chat._insert("assistant", [{"type": "text", "text": "Noted."}])
+    for i in range(5):
+        chat._insert("user", [{"type": "text", "text": f"Question {i}"}])
+        chat._insert("assistant", [{"type": "text", "text": f"Answer {i}"}])
+    local.script.add(text("## Decisions\nthe report was shared"))
+    assert chat._maybe_summarise(force=True) is not None
+    assert refusals(local) == 0 and len(local.requests) == 1
+    sent = json.dumps(local.requests[0].body)
+    assert "Here is the report: doc0" in sent and "characters to fit the context window]" in sent
+    assert chat.metadata["summary"] == "## Decisions\nthe report was shared" and "summary_error" not in chat.metadata
+
+
+def test_a_side_request_too_long_for_the_window_is_not_sent(store, local):
+    from core.chat import model_reply
+
+    with pytest.raises(model_reply.ReplyFailed) as err:
+        model_reply.complete(local_provider(local), "Judge these.", words(20_000, "cited"), chat_key="k",
+                             max_tokens=1024)
+    assert str(err.value).startswith("This request would be about 5,0") and str(err.value).endswith(
+        f"{MODEL} takes at most 3,072 with room for a 1,024-token reply. Nothing was sent.")
+    assert err.value.kind == "context_window" and local.requests == []
+
+
+def test_the_preview_says_what_the_window_policy_would_do(store, searcher, local):
+    """The Context viewer and `cairn context` show the policy's prediction: fits, what it would cut, or
+    that it would not be sent, without summarising or sending anything."""
+    from core.chat.preview import next_request
+
+    cfg = config(provider="openai", agent="easy")
+    provider = local_provider(local)
+    fits = next_request(store, cfg, provider, "hello", searcher=searcher).window("hello")
+    assert fits.line.endswith(": fits") and fits.limit == 3_072 and fits.window == LOCAL_CONTEXT_WINDOW
+    assert fits.line.startswith(f"context window: ~{fits.size:,} of 3,072 tokens (the model's 4,096")
+    long = words(20_000, "long")
+    refused = next_request(store, cfg, provider, long, searcher=searcher).window(long)
+    assert refused.refusal.startswith("Your message is about 5,000 tokens") and "would not be sent" in refused.line
+    chat = new_chat(store, provider, searcher, agent="easy")
+    for i in range(10):
+        chat._insert("user", [{"type": "text", "text": f"Question {i}: " + words(600, f"q{i}x")}])
+        chat._insert("assistant", [{"type": "text", "text": f"Answer {i}: " + words(600, f"a{i}x")}])
+    summarise = next_request(store, cfg, provider, "And?", chat_id=chat.id, searcher=searcher).window("And?")
+    assert summarise.cuts and summarise.cuts[0].startswith("summarise the older conversation")
+    assert summarise.as_dict()["cuts"] == list(summarise.cuts) and summarise.as_dict()["refusal"] is None
+    assert local.requests == [] and "summary" not in chat.metadata  # nothing was sent or summarised

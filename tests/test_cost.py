@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from chat_support import SONNET, _no_proxies, anth, anthropic_provider, config, new_chat, searcher, send  # noqa: F401
 from core import clock
 from fakes import text
@@ -46,3 +48,50 @@ def test_offline_is_never_capped(store, searcher):
     chat = new_chat(store, OfflineProvider(), searcher, cfg=config(max_usd_per_day=0.000001))
     send(chat, "tomato")
     assert chat.last_reply.status == "complete" and not chat.last_reply.error
+
+
+def test_a_request_that_would_pass_the_chat_cap_is_not_sent_and_a_delegates_spend_counts(store, searcher, anth):
+    """[chat] max_usd_per_chat: the chat's replies, side requests and delegated sub-chats count; a new
+    chat starts from nothing."""
+    cfg = config(provider="anthropic", model=SONNET, max_usd_per_chat=0.5)
+    chat = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
+    anth.script.add(text("First answer."))
+    send(chat, "hello")
+    assert len(anth.model_requests()) == 1 and chat.last_reply.status == "complete"
+    sub = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg, agent="worker")
+    store.db.execute("UPDATE chats SET metadata = json_set(metadata, '$.parent_chat_id', ?) WHERE id = ?",
+                     (chat.id, sub.id))
+    plant_spend(store, sub.id, 33_000)  # $0.495 spent by the chat's delegate
+    anth.script.add(text("This must never be asked for."))
+    events = send(chat, "and again")
+    assert len(anth.model_requests()) == 1  # nothing more was sent
+    reply = chat.last_reply
+    assert reply.status == "incomplete" and reply.requests == 0
+    assert [e.error.kind for e in events if e.type == "error"] == ["spending_cap"]
+    assert reply.error.startswith("Not sent: this chat has cost $0.49") and "the cap of $0.5000 per chat" in reply.error
+    assert "[chat] max_usd_per_chat" in reply.error
+    # the delegate itself is under the same cap (its spend is its top chat's)
+    from core.chat.cost import Pricer, spent_in_chat
+
+    assert spent_in_chat(store, Pricer(), sub.id).usd == spent_in_chat(store, Pricer(), chat.id).usd
+    fresh = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
+    send(fresh, "a new chat")  # the queued reply
+    assert len(anth.model_requests()) == 2 and fresh.last_reply.status == "complete"
+
+
+def test_side_requests_keep_to_the_caps(store, searcher, anth):
+    """The rolling summary and distil go through the same caps as the turns: refused before sending."""
+    from core.assist import distil
+
+    cfg = config(provider="anthropic", model=SONNET, max_usd_per_day=1.0)
+    chat = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
+    for i in range(6):
+        chat._insert("user", [{"type": "text", "text": f"Question {i}"}])
+        chat._insert("assistant", [{"type": "text", "text": f"Answer {i}"}])
+    plant_spend(store, chat.id, 66_000)  # $0.99 spent today
+    assert chat._maybe_summarise(force=True) is not None  # a summary request was due …
+    assert anth.model_requests() == []  # … and not sent
+    assert chat.metadata["summary_error"].startswith("Not sent: today's spend ($0.99")
+    with pytest.raises(distil.DistilError, match=r"could not distil chat \d+: Not sent: today's spend"):
+        distil.propose(store, chat.id, anthropic_provider(anth), never_send=[], guard=chat.spend_guard)
+    assert anth.model_requests() == []

@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from core.providers import local_window, models
-from core.providers.openai_provider import PROBE_RETRY_SECONDS, OpenAIProvider
+from core.providers.local_window import KEEP_ANSWER_SECONDS, RETRY_SILENT_SECONDS as PROBE_RETRY_SECONDS
+from core.providers.openai_provider import OpenAIProvider
 
 MODEL = "llama3.2"
 
@@ -249,9 +250,19 @@ def test_a_server_that_does_not_say_is_asked_again_only_after_30_seconds():
         facts = p.facts
         assert facts.context_window == 8192 and facts.window_source == "server (Ollama /api/ps)"
         assert facts.assumed == ""
-        clock.now += 10 * PROBE_RETRY_SECONDS
-        assert p.facts.context_window == 8192  # a positive answer is kept
-    assert srv.paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}", "/props", "/api/ps"]
+        clock.now += KEEP_ANSWER_SECONDS - 1
+        assert p.facts.context_window == 8192  # a positive answer is kept …
+        assert srv.paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}", "/props", "/api/ps"]
+        clock.now += 2
+        assert p.facts.context_window == 8192  # … and asked again after KEEP_ANSWER_SECONDS (a restart)
+    assert srv.paths[5:] == ["/props", "/api/ps"]
+
+
+def test_every_provider_object_shares_one_answer():
+    """The Context viewer makes a provider per refresh: they share the process's answer."""
+    with FakeNative({"/props": (200, LLAMA_CPP_PROPS)}) as srv:
+        assert all(provider(srv).facts.context_window == 8192 for _ in range(20))
+    assert srv.paths == ["/props"]
 
 
 def test_a_copy_on_another_model_asks_for_its_own_window():

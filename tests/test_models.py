@@ -218,14 +218,16 @@ def test_offline_local_and_unknown_models_say_why_they_have_no_figure():
 
 
 def test_a_local_servers_window_comes_from_the_config(tmp_path):
-    """Ollama, llama.cpp and LM Studio do not report their window: chat.local_context_window says it."""
+    """chat.local_context_window says the window (and beats what a server reports, tests/test_local_window.py);
+    a server that says nothing (here: none listens on port 9) leaves Ollama's default, assumed."""
     from core import config as config_module
     from core.providers.factory import make_provider, preview_provider
 
     path = tmp_path / "config.toml"
-    path.write_text('[chat]\nprovider = "openai"\nbase_url = "http://127.0.0.1:11434/v1"\nmodel = "llama3.2"\n')
+    path.write_text('[chat]\nprovider = "openai"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "llama3.2"\n')
     cfg = config_module.load(path)
     assert make_provider(cfg).facts.context_window == 4096  # 0: Ollama's default
+    assert make_provider(cfg).facts.assumed.startswith("local model: assumed a 4,096-token window")
     config_module.set_value("chat.local_context_window", "32768", path)
     cfg = config_module.load(path)
     for provider in (make_provider(cfg), preview_provider(cfg)):

@@ -352,7 +352,7 @@ def _node_block(node: dict) -> tuple[str, bool]:
 
 # -- propose ---------------------------------------------------------------------------------------
 def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], searcher=None,
-            cancel: threading.Event | None = None) -> DistilResult:
+            cancel: threading.Event | None = None, guard=None) -> DistilResult:
     """Ask the model for additions, updates and retirements drawn from this chat; write nothing.
 
     `never_send` is the config's privacy.never_send (applied when the provider is remote); it has no
@@ -409,7 +409,7 @@ def propose(store: Store, chat_id: int, provider, *, never_send: Iterable[str], 
                                    node_ids=sent_ids, chat_id=int(chat_id))
     try:
         reply = model_reply.complete(provider, SYSTEM_PROMPT, user_text, chat_key=f"cairn-distil-{chat_id}",
-                                     max_tokens=MAX_REPLY_TOKENS, cancel=cancel)
+                                     max_tokens=MAX_REPLY_TOKENS, cancel=cancel, guard=guard)
     except model_reply.ReplyFailed as exc:
         usage_log.record_usage(store, log_id, exc.usage)  # the tokens counted before it failed
         raise DistilError(f"The model could not distil chat {chat_id}: {exc}") from exc.__cause__

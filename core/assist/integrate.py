@@ -221,7 +221,7 @@ def parse_drafts(text: str, candidate_ids: Iterable[int]) -> dict[int, tuple[str
 
 
 def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send: Iterable[str] = (),
-          cancel: threading.Event | None = None) -> str | None:
+          cancel: threading.Event | None = None, guard=None) -> str | None:
     """Ask the model for explanations and confidences; update `proposals` in place. Returns a
     warning when the drafts could not be used (the proposals are then left exactly as they were)."""
     policy = SendPolicy.for_provider(never_send, provider)
@@ -239,7 +239,8 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
                                    node_ids=[node["id"], *[t["id"] for t in sent]])  # no chat: chat_id NULL
     try:
         reply = model_reply.complete(provider, DRAFT_PROMPT, json.dumps(payload, ensure_ascii=False, indent=1),
-                                     chat_key=f"cairn-integrate-{node['id']}", max_tokens=2048, cancel=cancel)
+                                     chat_key=f"cairn-integrate-{node['id']}", max_tokens=2048, cancel=cancel,
+                                     guard=guard)
     except model_reply.ReplyFailed as exc:
         usage_log.record_usage(store, log_id, exc.usage)  # the tokens counted before it failed
         return f"The model could not draft explanations ({exc}); showing the search proposals without drafts."
@@ -270,14 +271,14 @@ def draft(store, provider, node: dict, proposals: list[Proposal], *, never_send:
 
 
 def propose(store, searcher, node_id: int, *, limit: int = 8, provider=None, never_send: Iterable[str] = (),
-            cancel: threading.Event | None = None) -> Proposals:
+            cancel: threading.Event | None = None, guard=None) -> Proposals:
     """Proposed edges from a node, best first; writes nothing but the sent_log row of a model request.
     `provider` None or offline: search alone, no drafts."""
     node = store.get_node(node_id)
     proposals = search_proposals(store, searcher, node_id, limit=limit)
     if provider is None or provider.name == "offline" or not proposals:
         return Proposals(proposals)
-    warning = draft(store, provider, node, proposals, never_send=never_send, cancel=cancel)
+    warning = draft(store, provider, node, proposals, never_send=never_send, cancel=cancel, guard=guard)
     drafted = any(p.explanation for p in proposals)
     return Proposals(proposals, warning=warning, drafted=drafted, model=provider.model if drafted else None)
 

@@ -423,7 +423,8 @@ def skip(result: CitationCheck) -> CitationCheck:
     return result.settle()
 
 
-def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str, cancel=None) -> list[int]:
+def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str, cancel=None,
+          guard=None) -> list[int]:
     """Ask the provider, in one request, whether each cited text supports its sentence; update `result`
     in place. Returns the node ids whose text was sent (for sent_log). Any failure (provider error,
     answer not the JSON asked for) sets `result.error`; `cancel` set before the answer came skips the
@@ -440,7 +441,8 @@ def judge(result: CitationCheck, texts: dict[str, str], provider, chat_key: str,
     try:
         try:
             reply = model_reply.complete(provider, JUDGE_PROMPT, prompt, chat_key=chat_key + "-citations",
-                                         max_tokens=min(4096, 512 + 96 * len(covered)), cancel=cancel)
+                                         max_tokens=min(4096, 512 + 96 * len(covered)), cancel=cancel,
+                                         guard=guard)
         except model_reply.ReplyFailed as exc:
             usage = exc.usage  # what the provider counted before it failed
             raise

@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 
 from core.agent import profiles
 from core.chat import citations, model_reply, usage_log
+from core.chat.cost import SpendGuard
 from core.chat import request as chat_request
 from core.chat import window
 from core.chat.focus import Focus
@@ -127,6 +128,16 @@ def _answered_only(messages: list[dict]) -> list[dict]:
     return out
 
 
+def _older(history_rows: list) -> list:
+    """The rows the rolling summary folds: all before the 4th-last user message that carries text
+    (tool pairs stay together); empty when there are not more exchanges than are kept."""
+    starts = [i for i, r in enumerate(history_rows)
+              if r["role"] == "user" and any(b.get("type") == "text" for b in json.loads(r["content"]))]
+    if len(starts) <= SUMMARY_KEEP_EXCHANGES:
+        return []
+    return history_rows[:starts[-SUMMARY_KEEP_EXCHANGES]]
+
+
 class Chat:
     def __init__(self, store: Store, config, provider: Provider, *, chat_id: int | None = None,
                  agent: str | None = None, searcher=None, confirm: Callable[[str, dict], bool] | None = None,
@@ -182,6 +193,11 @@ class Chat:
                 self._save_metadata()
         self.chat_key = f"cairn-chat-{self.id}"
         self.last_reply: Reply | None = None
+
+    @property
+    def spend_guard(self) -> SpendGuard:
+        """The spending caps for this chat's requests (its turns and side requests; core/chat/cost.py)."""
+        return SpendGuard(self.store, self.config, self.id)
 
     def _save_metadata(self) -> None:
         self.repo.save_metadata(self.id, self.metadata)
@@ -307,10 +323,8 @@ class Chat:
                 yield StreamEvent("stop", stop_reason="cancelled")
                 break
             turn = Turn(request, loop, self.chat_key)
-            from core.chat.cost import over_daily_cap  # [chat] max_usd_per_day
-
-            refused = over_daily_cap(self.store, self.config, self.provider, turn)
-            if refused is not None:  # not sent: today's spend plus this request would pass the cap
+            refused = self.spend_guard(self.provider, turn)  # [chat] max_usd_per_day, max_usd_per_chat
+            if refused is not None:  # not sent: the spend so far plus this request would pass a cap
                 step_text = ""
                 reply.status, reply.error = "incomplete", str(refused)
                 yield StreamEvent("error", error=refused)
@@ -469,7 +483,7 @@ class Chat:
                                 model=self.provider.model, chat_id=self.id, message_id=user_id,
                                 node_ids=[result.items[i]["node_id"] for i in covered
                                           if result.items[i]["node_id"] is not None])
-                        citations.judge(result, texts, self.provider, self.chat_key, cancel)
+                        citations.judge(result, texts, self.provider, self.chat_key, cancel, guard=self.spend_guard)
                         if log_id is not None and result.usage is not None:
                             usage_log.record_usage(self.store, log_id, result.usage)
                             reply.side_usage["citation_check"] = dict(result.usage)
@@ -570,6 +584,12 @@ class Chat:
         self.metadata["skills_dropped"] = dropped
 
     # -- rolling summary -----------------------------------------------------------------------------
+    def can_summarise(self) -> bool:
+        """Whether the rolling summary has older messages to fold (what the window policy tries first)."""
+        if self.provider.name == "offline":
+            return False
+        return bool(_older([r for r in self.repo.rows(self.id) if r["id"] > self.metadata.get("summary_upto", 0)]))
+
     def _maybe_summarise(self, cancel: threading.Event | None = None, *,
                          force: bool = False) -> "tuple[int, Usage] | None":
         """Fold the older history into the rolling summary when it has grown past the threshold (`force`:
@@ -582,13 +602,9 @@ class Chat:
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
         if (size < SUMMARY_THRESHOLD_TOKENS and not force) or self.provider.name == "offline":
             return None
-        # Cut before the 4th-last user message that carries text (keeps tool pairs together).
-        starts = [i for i, r in enumerate(history_rows)
-                  if r["role"] == "user" and any(b.get("type") == "text" for b in json.loads(r["content"]))]
-        if len(starts) <= SUMMARY_KEEP_EXCHANGES:
+        old = _older(history_rows)
+        if not old:
             return None
-        cut = starts[-SUMMARY_KEEP_EXCHANGES]
-        old = history_rows[:cut]
         transcript = []
         if self.metadata.get("summary"):
             transcript.append("Earlier summary:\n" + self.metadata["summary"])
@@ -598,11 +614,16 @@ class Chat:
                     transcript.append(f"{r['role']}: {b['text']}")
                 elif b.get("type") == "tool_use":
                     transcript.append(f"{r['role']} called {b['name']}({json.dumps(b['input'])[:300]})")
+        # An older message may alone be larger than the window (a pasted document): the transcript is
+        # cut to what the summary request can carry with room for its 2,048-token reply.
+        room = window.budget(self.provider.facts, 2048) - estimate_tokens(SUMMARY_PROMPT) - 64
+        transcript = window.clip_to_fit(transcript, max(int(room * 0.95), 0))  # a margin for JSON escapes
         log_id = usage_log.log_request(self.store, purpose="summary", provider=self.provider.name,
                                        model=self.provider.model, chat_id=self.id)  # sends no node's content
         try:
             reply = model_reply.complete(self.provider, SUMMARY_PROMPT, "\n\n".join(transcript),
-                                         chat_key=self.chat_key + "-summary", max_tokens=2048, cancel=cancel)
+                                         chat_key=self.chat_key + "-summary", max_tokens=2048, cancel=cancel,
+                                         guard=self.spend_guard)
         except model_reply.ReplyFailed as exc:
             usage_log.record_usage(self.store, log_id, exc.usage)  # the tokens counted before it failed
             self.metadata["summary_error"] = str(exc)  # continue unsummarised; shown by `cairn chats`

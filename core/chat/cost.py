@@ -154,6 +154,28 @@ def estimate(provider, turn) -> Cost:
     return of_facts(Usage(input=prompt, output=reply, cache_write=write), facts, getattr(provider, "cache_ttl", "5m"))
 
 
+def spent_in_chat(store, pricer: Pricer, chat_id: int) -> Cost:
+    """What a chat cost so far: its replies and side requests, and those of the agents it delegated to
+    (sub-chats, at any depth); `chat_id` may be a sub-chat's, whose top chat is counted."""
+    tree = ("WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT json_extract(c.metadata, '$.parent_chat_id') "
+            " FROM chats c JOIN up ON c.id = up.id WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL),"
+            " root(id) AS (SELECT id FROM up WHERE id NOT IN (SELECT c.id FROM chats c JOIN up ON c.id = up.id"
+            "  WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL)),"
+            " tree(id) AS (SELECT id FROM root UNION SELECT c.id FROM chats c JOIN tree"
+            "  ON json_extract(c.metadata, '$.parent_chat_id') = tree.id) ")
+    sums = ", ".join(f"COALESCE(SUM(json_extract(u, '$.{f}')), 0) AS {f}" for f in _FIELDS)
+    rows = store.db.execute(
+        tree + f"SELECT provider, model, {sums} FROM ("
+        " SELECT COALESCE(c.provider, 'unknown') AS provider, c.model AS model, m.usage AS u"
+        "  FROM messages m JOIN chats c ON c.id = m.chat_id WHERE m.usage IS NOT NULL AND c.id IN tree"
+        " UNION ALL SELECT provider, model, usage FROM sent_log WHERE usage IS NOT NULL AND chat_id IN tree"
+        ") GROUP BY 1, 2", (int(chat_id),)).fetchall()
+    total = NO_PRICE
+    for r in rows:
+        total = total + pricer.price({f: int(r[f]) for f in _FIELDS}, r["provider"], r["model"])
+    return total
+
+
 def over_daily_cap(store, config, provider, turn, now: datetime | None = None) -> ProviderError | None:
     """The refusal to send `turn` when today's spend plus its estimate would pass chat.max_usd_per_day
     (0: no cap), else None. A local or offline request costs nothing and is never refused; an unknown
@@ -169,3 +191,31 @@ def over_daily_cap(store, config, provider, turn, now: datetime | None = None) -
         f"Not sent: today's spend ({usd(spent.usd)}, UTC day) plus up to {usd(ahead.usd)} for this request "
         f"({provider.model}) would pass the daily cap of {usd(cap)}; raise or clear [chat] max_usd_per_day "
         "in config.toml (0 = no cap), or wait for the next UTC day.", kind="spending_cap")
+
+
+def over_chat_cap(store, config, provider, turn, chat_id: int | None) -> ProviderError | None:
+    """The refusal to send `turn` when chat `chat_id`'s spend (its delegates' included) plus its
+    estimate would pass chat.max_usd_per_chat (0: no cap), else None."""
+    cap = float(config.chat.max_usd_per_chat or 0)
+    if cap <= 0 or chat_id is None or provider.name == "offline" or provider.facts.provider == "local":
+        return None
+    spent = spent_in_chat(store, Pricer.from_config(config), chat_id)
+    ahead = estimate(provider, turn)
+    if spent.usd + ahead.usd <= cap:
+        return None
+    return ProviderError(
+        f"Not sent: this chat has cost {usd(spent.usd)} and this request ({provider.model}) may cost up to "
+        f"{usd(ahead.usd)}, past the cap of {usd(cap)} per chat; start a new chat (f5), or raise or clear "
+        "[chat] max_usd_per_chat in config.toml (0 = no cap).", kind="spending_cap")
+
+
+class SpendGuard:
+    """Both caps for one chat's requests (its turns and side requests: the summary, the citation judge,
+    distil) or for requests of no chat (`chat_id` None: integrate's drafts, the daily cap only)."""
+
+    def __init__(self, store, config, chat_id: int | None = None):
+        self.store, self.config, self.chat_id = store, config, chat_id
+
+    def __call__(self, provider, turn) -> ProviderError | None:
+        return (over_daily_cap(self.store, self.config, provider, turn)
+                or over_chat_cap(self.store, self.config, provider, turn, self.chat_id))

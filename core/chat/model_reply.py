@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from core.providers.base import ProviderError, Usage
 
@@ -49,19 +49,26 @@ class NotJSON(ValueError):
 
 
 def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int,
-             cancel: threading.Event | None = None) -> Reply:
+             cancel: threading.Event | None = None, guard: Callable | None = None) -> Reply:
     """Send `system` and one user message to `provider` (no tools, no history) and return the whole reply.
     A provider error raises ReplyFailed; a cancelled request returns with stop "cancelled" (the caller
-    says what that means for it); with `cancel` already set, nothing is sent."""
+    says what that means for it); with `cancel` already set, nothing is sent. Nothing is sent either
+    (ReplyFailed, no usage) when the request would not fit the model's window (core/chat/window.py) or
+    `guard(provider, turn)` refuses it (core/chat/cost.py SpendGuard: the spending caps)."""
+    from core.chat import window
     from core.chat.request import one_shot
     from core.providers.base import Turn
 
     if cancel is not None and cancel.is_set():  # stopped before it started: no request leaves
         return Reply("", Usage(), "cancelled")
     request = one_shot(system, user, provider.model)
+    turn = Turn(request, [], chat_key, max_tokens)
+    refused = window.too_long(provider, turn) or (guard(provider, turn) if guard is not None else None)
+    if refused is not None:
+        raise ReplyFailed(refused, "", Usage()) from refused
     text, stop, usage = "", "", Usage()
     try:
-        for event in provider.stream(Turn(request, [], chat_key, max_tokens), cancel):
+        for event in provider.stream(turn, cancel):
             if event.type == "text":
                 text += event.text
             elif event.type == "usage" and event.usage is not None:

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from core.agent import profiles
 from core.chat import request as chat_request
+from core.chat import window as window_policy
 from core.chat.conversation import Chat
 from core.chat.focus import Focus
 from core.graph.store import Store
-from core.providers.base import Provider
+from core.providers.base import Provider, Turn
 from core.providers.request import ContextRequest
 
 NEW_CHAT_KEY = "cairn-chat-new"
@@ -27,6 +28,14 @@ class Preview:
     provider: Provider  # the one given, on the agent's model (core/agent/profiles.py model_for)
     agent: profiles.Agent
     model_note: str = ""  # why agents.<name> in the config is not the model used (profiles.model_note)
+
+    def window(self, message: str = "") -> "window_policy.Prediction":
+        """What the context-window policy would do with this request (core/chat/window.py predict)."""
+        calibration = (window_policy.Calibration.from_metadata(self.chat.metadata) if self.chat is not None
+                       else window_policy.Calibration())
+        turn = Turn(self.request, [], self.chat_key)
+        return window_policy.predict(self.provider, turn, calibration, message=message,
+                                     can_summarise=self.chat is not None and self.chat.can_summarise())
 
     @property
     def agent_facts(self) -> dict:

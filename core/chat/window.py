@@ -158,6 +158,84 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
     return turn, notes
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """What the policy would do with a request, without doing it (the Context viewer, `cairn context`)."""
+
+    size: int  # estimated prompt tokens, corrected by the chat's ratio
+    limit: int  # the most the request may carry (`budget`)
+    window: int  # the model's context window
+    cuts: tuple[str, ...] = ()  # what would be cut, one line each
+    refusal: str = ""  # why it would not be sent at all ("" when it would)
+
+    @property
+    def line(self) -> str:
+        head = f"context window: ~{self.size:,} of {self.limit:,} tokens (the model's {self.window:,} less room for the reply)"
+        if self.refusal:
+            return f"{head}; would not be sent: {self.refusal}"
+        if self.cuts:
+            return f"{head}; to fit it would: {'; '.join(self.cuts)}"
+        return f"{head}: fits"
+
+    def as_dict(self) -> dict:
+        return {"tokens_est": self.size, "limit": self.limit, "context_window": self.window,
+                "cuts": list(self.cuts), "refusal": self.refusal or None}
+
+
+def predict(provider, turn: Turn, calibration: Calibration, *, can_summarise: bool = False,
+            message: str = "") -> Prediction:
+    """`fit` tried on a copy of `turn`: nothing is summarised or sent. `can_summarise`: the chat has an
+    older history the rolling summary could fold (the real turn would try that before the passages)."""
+    import copy
+
+    facts = provider.facts
+    limit = budget(facts, turn.max_tokens)
+    size = round(raw_estimate(provider, turn) * calibration.ratio)
+    if size <= limit:
+        return Prediction(size, limit, facts.context_window)
+    if can_summarise:
+        return Prediction(size, limit, facts.context_window, (
+            "summarise the older conversation (then leave out retrieved passages if that is not enough)",))
+    try:
+        _, notes = fit(provider, copy.deepcopy(turn), calibration, message=message)
+    except TooLong as exc:
+        return Prediction(size, limit, facts.context_window, refusal=str(exc))
+    would = tuple(n.replace("Cut ", "cut ", 1).replace("Left out ", "leave out ", 1).rstrip(".") for n in notes)
+    return Prediction(size, limit, facts.context_window, would)
+
+
+def clip_to_fit(parts: list[str], limit: int) -> list[str]:
+    """`parts` (texts joined by blank lines into one message) with the longest cut, largest first, until
+    the whole is estimated at most `limit` tokens; each cut part keeps its head and says how much went
+    ("… [cut: N characters to fit the context window]"). For the rolling summary's transcript, where an
+    older message may be a pasted document larger than the model's window."""
+    parts = list(parts)
+    full = [len(p) for p in parts]
+    while estimate_tokens("\n\n".join(parts)) > limit:
+        i = max(range(len(parts)), key=lambda k: len(parts[k]), default=None)
+        if i is None:
+            break
+        head = parts[i][:full[i]] if len(parts[i]) == full[i] else parts[i][:parts[i].rfind(" … [cut:")]
+        over = (estimate_tokens("\n\n".join(parts)) - limit) * 4 + 64
+        keep = max(MIN_RESULT_CHARS, len(head) - over)
+        if keep >= len(head):
+            break
+        parts[i] = head[:keep] + " " + CUT_MARK.format(n=full[i] - keep)
+    return parts
+
+
+def too_long(provider, turn: Turn) -> TooLong | None:
+    """The refusal of a one-off request (a summary, the judge, distil, integrate: nothing in it to cut)
+    that would not fit the model's window with room for its reply, else None."""
+    limit = budget(provider.facts, turn.max_tokens)
+    size = raw_estimate(provider, turn)
+    if size <= limit:
+        return None
+    model = provider.facts.model or provider.model
+    return TooLong(f"This request would be about {size:,} tokens; {model} takes at most {limit:,} with room "
+                   f"for a {turn.max_tokens:,}-token reply. Nothing was sent.")
+
+
 def _without_last(suffix):
     """The suffix without its last retrieved passage (the header and the other passages as rendered)."""
     from core.providers.request import Suffix

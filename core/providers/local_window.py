@@ -11,6 +11,7 @@ Only a positive int counts as a window.
 from __future__ import annotations
 
 import json
+import threading
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,28 @@ _ENDPOINTS = (
     ("Ollama /api/ps", _ollama),
     ("LM Studio /api/v0/models", _lm_studio),
 )
+
+
+KEEP_ANSWER_SECONDS = 300.0  # a window the server reported is asked again after this long (a restart)
+RETRY_SILENT_SECONDS = 30.0  # a server that did not say (Ollama before the model is loaded): sooner
+_seen: dict[tuple[str, str], tuple[Probed | None, float]] = {}
+_seen_lock = threading.Lock()
+
+
+def window_of(base_url: str, model: str, *, now: float, timeout: float = 1.0) -> Probed | None:
+    """`probe`, remembered for this process by (base URL, model): every provider object the app makes
+    (the Context viewer makes one per refresh) shares one answer instead of asking at each keystroke.
+    `now` is the caller's clock (seconds, monotonic)."""
+    key = (base_url, model)
+    with _seen_lock:  # one probe at a time; a second caller waits for the first one's answer
+        last = _seen.get(key)
+        if last is not None:
+            answer, at = last
+            if now - at < (KEEP_ANSWER_SECONDS if answer is not None else RETRY_SILENT_SECONDS):
+                return answer
+        answer = probe(base_url, model, timeout)
+        _seen[key] = (answer, now)
+        return answer
 
 
 def probe(base_url: str, model: str, timeout: float = 1.0) -> Probed | None:

@@ -36,7 +36,6 @@ from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCal
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
-PROBE_RETRY_SECONDS = 30.0  # a server that did not say its window is asked again after this long
 PROBE_TIMEOUT = 1.0  # seconds per native endpoint (a server on this machine answers at once)
 OPENAI_HOSTS = ("api.openai.com",)
 
@@ -81,10 +80,6 @@ class OpenAIProvider(SDKProvider):
         # None: from the base URL; a test against a fake on loopback may say which API it plays.
         self.compatible = is_compatible(base_url) if compatible is None else compatible
         self.clock = clock or time.monotonic  # seconds, for re-asking a server that did not say
-        # The last probe: ((base_url, model) it was for, its answer, when). Rebound, never mutated, so a
-        # copy on another model (with_model) asks for its own model.
-        self._probe: tuple[tuple, local_window.Probed | None, float] | None = None
-        self._probe_lock = threading.Lock()
 
     @property
     def facts(self) -> models.ModelFacts:
@@ -102,18 +97,11 @@ class OpenAIProvider(SDKProvider):
         return models.facts(self.model, "openai", local=True, source=models.WINDOW_ASSUMED)
 
     def _probed_window(self) -> local_window.Probed | None:
-        """The window the local server reports for this model: asked once (a positive answer is kept
-        for this provider's life), and a server that did not say is asked again only after
-        PROBE_RETRY_SECONDS (Ollama lists a model, with its window, once a request has loaded it)."""
-        key = (self.base_url, self.model)
-        with self._probe_lock:
-            last = self._probe
-            if last is not None and last[0] == key:
-                if last[1] is not None or self.clock() - last[2] < PROBE_RETRY_SECONDS:
-                    return last[1]
-            probed = local_window.probe(self.base_url or "", self.model, timeout=PROBE_TIMEOUT)
-            self._probe = (key, probed, self.clock())
-            return probed
+        """The window the local server reports for this model, shared by every provider object of this
+        process (local_window.window_of): asked once, again after KEEP_ANSWER_SECONDS, and a server that
+        did not say only after RETRY_SILENT_SECONDS (Ollama lists a model, with its window, once a
+        request has loaded it)."""
+        return local_window.window_of(self.base_url or "", self.model, now=self.clock(), timeout=PROBE_TIMEOUT)
 
     def _new_client(self, **options):
         import openai

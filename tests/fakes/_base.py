@@ -397,9 +397,12 @@ class _Handler(BaseHTTPRequestHandler):
             raw=raw,
             time=fake.clock(),
         )
+        native = fake.native_answer(self.command, self.path)
         with fake._lock:
-            fake.requests.append(rec)
+            (fake.probes if native is not None else fake.requests).append(rec)
         try:
+            if native is not None:  # a probe of the server's own endpoints, kept out of `requests`
+                return Exchange(self, rec).send_json(*native)
             fake._dispatch(Exchange(self, rec))
         except _Done:
             self.close_connection = True
@@ -536,6 +539,7 @@ class FakeServerBase:
         self.script = Script()
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []  # tracebacks of exceptions raised inside the fake's handlers
+        self.probes: list[RecordedRequest] = []  # GETs of native endpoints (native_answer), not in requests
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -578,6 +582,10 @@ class FakeServerBase:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.base_path}"
+
+    def native_answer(self, method: str, path: str) -> tuple[int, Any] | None:
+        """(status, JSON) for a GET of a server's native endpoint, kept out of `requests`; None: not one."""
+        return None
 
     # helpers ---------------------------------------------------------------------------------
     def advance_time(self, seconds: float) -> None:

@@ -228,6 +228,17 @@ class FakeOpenAI(FakeServerBase):
         status = 503 if err.status == 529 else err.status
         self._error(ex, status, err.message, err.error_type, err.code, headers)
 
+    # The native endpoints OpenAIProvider asks a local server for its window (core/providers/local_window.py).
+    NATIVE = ("/props", "/api/ps", "/api/v0/models/")
+
+    def native_answer(self, method: str, path: str):
+        if method != "GET" or not path.split("?", 1)[0].startswith(self.NATIVE):
+            return None
+        if self.compatible and self.context_window is not None and path.startswith("/props"):
+            # llama.cpp's llama-server started with -c context_window (its README, GET /props)
+            return 200, {"default_generation_settings": {"n_ctx": self.context_window}}
+        return 404, {"error": {"message": f"Invalid URL (GET {path})", "type": "invalid_request_error"}}
+
     # routing ---------------------------------------------------------------------------------
     def _dispatch(self, ex: Exchange) -> None:
         path = ex.rec.path.split("?", 1)[0].rstrip("/")

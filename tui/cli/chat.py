@@ -55,11 +55,12 @@ def cmd_context(args, out: Out) -> int:
             last_usage = replies[-1]["usage"] if replies else None
         body = provider.body(Turn(request, [], preview.chat_key))
         blocks = [b.summary() for b in request.blocks()]
+        window = preview.window(args.message)  # what the context-window policy would cut, or refuse
     facts = provider.facts
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
               "tokens_est_total": sum(b["tokens_est"] for b in blocks), "node_ids": request.node_ids,
-              "retrieval_note": retrieval_note, "agent": preview.agent_facts,
+              "retrieval_note": retrieval_note, "agent": preview.agent_facts, "window": window.as_dict(),
               "cache": {"prefix_tokens_est": prefix_est,
                         "min_cacheable_tokens": facts.min_cacheable,
                         "model_known": facts.known, "assumed": facts.assumed,
@@ -74,6 +75,7 @@ def cmd_context(args, out: Out) -> int:
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
         out.text(preview.agent_line, style="dim")
+        out.text(window.line, style="yellow" if window.cuts or window.refusal else "dim")
         cache = result["cache"]
         if provider.name != "offline":
             out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")

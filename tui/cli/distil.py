@@ -7,6 +7,7 @@ model reply. Applying asks for confirmation at a terminal and needs `--yes` else
 
 from __future__ import annotations
 
+from core.chat.cost import SpendGuard
 from core.errors import CairnError, InvalidInput
 from tui.cli.common import (Out, Verbs, accept_numbers, add_provider_options, confirm, id_arg, load_config,
                             open_store)
@@ -60,7 +61,8 @@ def cmd_distil(args, out: Out) -> int:
 
             cfg = load_config(args)
             provider = make_provider(cfg)
-            result = distil.propose(store, args.chat_id, provider, never_send=cfg.privacy.never_send)
+            result = distil.propose(store, args.chat_id, provider, never_send=cfg.privacy.never_send,
+                                    guard=SpendGuard(store, cfg, args.chat_id))
             distil.save_pending(store, result)
             if out.as_json:
                 out.json({"chat_id": result.chat_id,

@@ -14,6 +14,7 @@ needs `--yes` elsewhere; all the accepted links are written in one transaction, 
 
 from __future__ import annotations
 
+from core.chat.cost import SpendGuard
 from core.graph import shown_lists
 from core.errors import CairnError, InvalidInput
 from tui.cli.common import (Out, Verbs, accept_numbers, add_provider_options, confirm, id_arg, load_config,
@@ -79,7 +80,7 @@ def _find(args, store, mode: str):
         provider = None
         warnings.append(OFFLINE_NOTE)
     found = integrate.propose(store, Searcher(store), args.id, limit=args.limit, provider=provider,
-                              never_send=cfg.privacy.never_send)
+                              never_send=cfg.privacy.never_send, guard=SpendGuard(store, cfg))
     if found.warning:
         warnings.append(found.warning)
     return list(found), warnings

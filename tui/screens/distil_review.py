@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Input, Static, TextArea
 
+from core.chat.cost import SpendGuard
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.screens.review import Found, Indented, Part, ReviewScreen, default_provider, mark, review_bindings
@@ -82,7 +83,8 @@ class DistilReviewScreen(ReviewScreen):
         with Store(self.services.db_path) as store:
             try:
                 result = distil.propose(store, self.chat_id, provider, never_send=cfg.privacy.never_send,
-                                        searcher=Searcher(store), cancel=cancel)
+                                        searcher=Searcher(store), cancel=cancel,
+                                        guard=SpendGuard(store, cfg, self.chat_id))
             except distil.DistilError as exc:
                 if str(exc) == distil.NEEDS_MODEL:  # the core text names CLI commands; here f2 is nearer
                     raise distil.DistilError(NEEDS_MODEL_IN_APP) from exc

@@ -26,6 +26,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import Input
 
+from core.chat.cost import SpendGuard
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.screens.review import Found, Indented, Part, ReviewScreen, default_provider, mark, review_bindings
@@ -99,7 +100,8 @@ class LinkReviewScreen(ReviewScreen):
             if offline:
                 provider = None
             proposals = integrate.propose(store, Searcher(store), self.node_id, provider=provider,
-                                          never_send=self.services.config.privacy.never_send, cancel=cancel)
+                                          never_send=self.services.config.privacy.never_send, cancel=cancel,
+                                          guard=SpendGuard(store, self.services.config))
             if offline and not warnings and proposals:  # with nothing proposed, "press e" has nothing to edit
                 warnings.append("Offline: explanations are not drafted without a model; press e to "
                                 "write one.")

@@ -50,13 +50,12 @@ BLOCK_HELP = {
 }
 
 
-def model_facts(provider_name: str, model: str, base_url: str | None = None, local_window: int = 0):
-    """The model table's row (core/providers/models.py): a model on a loopback server is local."""
-    from core.providers.base import is_loopback
+def model_facts(provider_name: str, model: str):
+    """The model table's row (core/providers/models.py), before a provider has said more (its facts
+    come with the blocks: a local server's window is the provider's to find out)."""
     from core.providers.models import facts
 
-    return facts(model, provider_name, local=provider_name == "openai" and bool(base_url) and is_loopback(base_url),
-                 window=local_window)
+    return facts(model, provider_name)
 
 
 def _shown(text: str) -> str:
@@ -135,6 +134,8 @@ class _Blocks(Message, bubble=False):
     error: str | None = None
     retrieval_note: str | None = None
     agent_line: str = ""  # the agent, its model and its two scopes (core/agent/profiles.py facts_line)
+    window: object = None  # what the context-window policy would do (core/chat/window.py Prediction)
+    facts: object = None  # the model's facts, from the provider that would send (core/providers/models.py)
 
 
 @dataclass
@@ -363,7 +364,8 @@ class ContextViewer(VerticalScroll):
                 blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
                 provider = preview.provider  # on the agent's model (core/agent/profiles.py model_for)
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
-                                          len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line))
+                                          len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line,
+                                          window=preview.window(draft), facts=provider.facts))
         except Exception as exc:
             self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
                                       error=f"{type(exc).__name__}: {exc}"))
@@ -393,6 +395,8 @@ class ContextViewer(VerticalScroll):
         self._provider, self._model, self._chat_id = message.provider, message.model, message.chat_id
         self._node_count = message.node_count
         self._agent_line = message.agent_line
+        self._window = message.window
+        self._facts = message.facts
         widgets = []
         for name, cached, tokens, text in blocks:
             if message.retrieval_note and name in ("retrieved", "datetime") and not any(
@@ -412,8 +416,7 @@ class ContextViewer(VerticalScroll):
         provider, model = getattr(self, "_provider", "offline"), getattr(self, "_model", "offline")
         prefix = sum(b[2] for b in self.blocks if b[1])
         total = sum(b[2] for b in self.blocks)
-        cfg = self.services.config
-        facts = model_facts(provider, model, cfg.base_url(provider), cfg.chat.local_context_window)
+        facts = getattr(self, "_facts", None) or model_facts(provider, model)
         minimum = facts.min_cacheable
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
@@ -436,6 +439,9 @@ class ContextViewer(VerticalScroll):
                         style="" if long_enough else "bold")
         if provider != "offline" and facts.assumed:
             text.append(f"\n{facts.assumed}", style="bold")
+        prediction = getattr(self, "_window", None)
+        if provider != "offline" and prediction is not None:
+            text.append("\n" + printable(prediction.line), style="bold" if prediction.cuts or prediction.refusal else "")
         last = self._last_usage()
         if last:
             from tui.widgets.chat_pane import usage_line
