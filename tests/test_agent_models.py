@@ -25,6 +25,7 @@ from chat_support import (  # noqa: F401  (fixtures)
 from core import config as config_module
 from core.agent import profiles
 from core.agent.tools import ToolContext, ToolRunner
+from core.chat import request as chat_request
 from core.config import CHEAP_MODELS, AgentSettings, ConfigError
 from core.providers import models
 from fakes import text, tool_call
@@ -234,13 +235,13 @@ def test_an_agents_model_of_another_provider_is_not_sent_and_the_preview_says_wh
 
     cfg = config(provider="openai")
     cfg.agents.easy = HAIKU
-    assert profiles.model_for(profiles.get("easy"), cfg, "openai") == "gpt-4.1-nano"
-    note = profiles.model_note(profiles.get("easy"), cfg, "openai")
+    assert chat_request.model_for(profiles.get("easy"), cfg, "openai") == "gpt-4.1-nano"
+    note = chat_request.model_note(profiles.get("easy"), cfg, "openai")
     assert note == "agents.easy = 'claude-haiku-4-5' is a model of anthropic, not of openai: not used"
     cfg.chat.agent = "easy"
     preview = next_request(store, cfg, openai_provider(oai), "hi", searcher=searcher)
     assert preview.provider.model == "gpt-4.1-nano" and note in preview.agent_line
     assert preview.agent_facts["model_note"] == note
     cfg.agents.easy = "qwen3:8b"  # a model the table does not know (a local one): the user's to name
-    assert profiles.model_for(profiles.get("easy"), cfg, "openai") == "qwen3:8b"
-    assert profiles.model_note(profiles.get("easy"), cfg, "openai") == ""
+    assert chat_request.model_for(profiles.get("easy"), cfg, "openai") == "qwen3:8b"
+    assert chat_request.model_note(profiles.get("easy"), cfg, "openai") == ""

@@ -157,7 +157,7 @@ class Chat:
         self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent, config)
-            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
+            self.provider = provider = provider.with_model(chat_request.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
 
             def first_metadata(new_id: int) -> dict:
@@ -177,7 +177,7 @@ class Chat:
                 raise NotFound(f"There is no chat {chat_id}.")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"], config)
-            self.provider = provider = provider.with_model(profiles.model_for(self.agent, config, provider.name))
+            self.provider = provider = provider.with_model(chat_request.model_for(self.agent, config, provider.name))
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = row["metadata"]
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn
@@ -526,7 +526,7 @@ class Chat:
                 seen.append({"role": m["role"], "content": texts})
         while seen and seen[-1]["role"] == "user":
             seen.pop()  # the delegated task is the next user message
-        # The base provider: the delegate runs on its own model (profiles.model_for), not the caller's.
+        # The base provider: the delegate runs on its own model (core/chat/request.py model_for), not the caller's.
         sub = Chat(self.store, self.config, self.base_provider, agent=target.name, searcher=self.searcher,
                    confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now)
         for _ in sub.send(task, cancel):

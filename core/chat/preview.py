@@ -25,9 +25,9 @@ class Preview:
     chat_key: str  # the prompt-cache key the request would carry
     retrieval_note: str | None  # why retrieval fell back to keywords, else None
     chat: Chat | None  # the chat it continues, None for a new one
-    provider: Provider  # the one given, on the agent's model (core/agent/profiles.py model_for)
+    provider: Provider  # the one given, on the agent's model (core/chat/request.py model_for)
     agent: profiles.Agent
-    model_note: str = ""  # why agents.<name> in the config is not the model used (profiles.model_note)
+    model_note: str = ""  # why agents.<name> in the config is not the model used (core/chat/request.py model_note)
 
     def window(self, message: str = "") -> "window_policy.Prediction":
         """What the context-window policy would do with this request (core/chat/window.py predict)."""
@@ -59,12 +59,12 @@ def next_request(store: Store, config, provider, message: str, *, focus: Focus |
         chat = Chat(store, config, provider, chat_id=chat_id, searcher=searcher)
         request = chat.request(message, focus=focus)
         return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat, chat.provider, chat.agent,
-                       profiles.model_note(chat.agent, config, provider.name))
+                       chat_request.model_note(chat.agent, config, provider.name))
     agent = profiles.get(config.chat.agent, config)
-    provider = provider.with_model(profiles.model_for(agent, config, provider.name))
+    provider = provider.with_model(chat_request.model_for(agent, config, provider.name))
     engine = chat_request.engine(store, searcher, agent, config, provider)
     engine.set_focus(focus)
     snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))
     request = chat_request.build(engine, snapshot, [], message, provider.model)
     return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None, provider, agent,
-                   profiles.model_note(agent, config, provider.name))
+                   chat_request.model_note(agent, config, provider.name))

@@ -14,7 +14,45 @@ from core.agent.profiles import Agent
 from core.chat.context import ContextEngine
 from core.graph.privacy import SendPolicy
 from core.graph.store import Store
+from core.providers.models import lookup
 from core.providers.request import ContextRequest, Snapshot, Suffix
+
+
+# -- the model an agent runs on (here, not in core/agent: it reads the providers' model table) ----------
+def _configured_model(agent: Agent, config, provider: str) -> tuple[str, str]:
+    """(`agents.<name>` as configured, why it is not used with `provider`; "" when it is)."""
+    configured = getattr(getattr(config, "agents", None), agent.name, "") or ""
+    row = lookup(configured) if configured else None
+    if row is not None and row.provider != provider:
+        # An Anthropic model sent to OpenAI (or the reverse) is refused as an unknown model; a model
+        # the table does not know (a local one) is the user's to name and is sent as given.
+        return configured, (f"agents.{agent.name} = {configured!r} is a model of {row.provider}, not of "
+                            f"{provider}: not used")
+    return configured, ""
+
+
+def model_note(agent: Agent, config, provider: str) -> str:
+    """Why the agent's configured model is not the one it runs on (empty when it is, or none is set)."""
+    return "" if provider == "offline" else _configured_model(agent, config, provider)[1]
+
+
+def model_for(agent: Agent, config, provider: str) -> str | None:
+    """The model `agent` runs on with `provider`: `agents.<name>` in the config (unless the model table
+    says it is another provider's: `model_note`), else the profile's own model, else for a cheap_model
+    agent with no chat.model configured the provider's cheaper model (core/config.py CHEAP_MODELS).
+    None: the provider's model as given (chat.model or its default)."""
+    from core.config import CHEAP_MODELS
+
+    if provider == "offline":
+        return None
+    configured, refused = _configured_model(agent, config, provider)
+    if configured and not refused:
+        return configured
+    if agent.model:
+        return agent.model
+    if agent.cheap_model and not config.chat.model:
+        return CHEAP_MODELS.get(provider)
+    return None
 
 
 def variables(config, *, chat_id: int | str, agent: Agent, model: str) -> dict[str, str]:

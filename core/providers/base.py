@@ -86,7 +86,7 @@ class Provider:
 
     def with_model(self, model: str | None) -> "Provider":
         """This provider (same kind, key, server and settings) on `model`; itself when `model` is None
-        or already its model (an agent's own model, core/agent/profiles.py `model_for`)."""
+        or already its model (an agent's own model, core/chat/request.py `model_for`)."""
         if not model or model == self.model or self.name == "offline":
             return self
         other = copy.copy(self)

@@ -362,7 +362,7 @@ class ContextViewer(VerticalScroll):
                 if not any(b[0] == "focus" for b in blocks):
                     blocks.append(("focus", False, 0, ""))
                 blocks.sort(key=lambda b: BLOCK_ORDER.index(b[0]) if b[0] in BLOCK_ORDER else len(BLOCK_ORDER))
-                provider = preview.provider  # on the agent's model (core/agent/profiles.py model_for)
+                provider = preview.provider  # on the agent's model (core/chat/request.py model_for)
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
                                           len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line,
                                           window=preview.window(draft), facts=provider.facts))
