@@ -177,8 +177,18 @@ class ContextEngine:
         scored = self.scored_hits(message, now)
         kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored, message=message, store=self.store)
         return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
-                        None if c is None else round(c, 4), h.get("fallback", "search"))
+                        None if c is None else round(c, 4), h.get("fallback", "search"), self._page(h))
                 for i, (c, h) in enumerate(kept)]
+
+    def _page(self, hit: dict) -> int | None:
+        """The page a hit's chunk is on (chunks.page: set for captured PDFs), by its (node, idx) key."""
+        if "page" in hit["chunk"]:
+            return hit["chunk"]["page"]
+        if hit["chunk"].get("idx") is None:
+            return None
+        row = self.store.db.execute("SELECT page FROM chunks WHERE node_id = ? AND chunk_idx = ?",
+                                    (hit["id"], hit["chunk"]["idx"])).fetchone()
+        return row[0] if row else None
 
     def _readable(self, hit: dict) -> bool:
         """Whether retrieval may put this node into the context: not private to this provider, inside
@@ -233,6 +243,8 @@ class ContextEngine:
             parts = ["[Retrieved passages — cite as [N]]"]
             for p in passages:
                 where = f" › {' › '.join(p.heading_path)}" if p.heading_path else ""
+                if p.page is not None:
+                    where += f" (p. {p.page})"
                 if p.via == "recent":
                     where += " (a recent note, added while meaning search is unavailable; not ranked for this message)"
                 parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}")

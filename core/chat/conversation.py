@@ -407,6 +407,9 @@ class Chat:
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
         reply.citations = {"passages": passages, "nodes": citations.cited_node_ids(reply.text)}
+        pages = {str(p.n): p.page for p in request.suffix.passages if p.page is not None}
+        if pages:  # passages from a paged document (a captured PDF): the sources say "p. 4"
+            reply.citations["pages"] = pages
         reply.citation_check = self._check_citations(reply, request, loop, ctx)
         final = step_text
         stored = dict(reply.citations, check=reply.citation_check.as_dict()) if reply.citation_check else reply.citations

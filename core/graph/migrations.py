@@ -170,4 +170,11 @@ _V3 = [
     "ALTER TABLE sent_log ADD COLUMN purpose TEXT",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+# 4: the page of a paged document (a PDF captured by core.capture.files) each chunk comes from, so a
+# citation can say "p. 4". NULL for every chunk of a note without pages (and for chunks indexed before).
+# The indexer maps a chunk to its page from the node's metadata.capture.page_starts (core.index.chunker).
+_V4 = [
+    "ALTER TABLE chunks ADD COLUMN page INTEGER",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]

@@ -1,12 +1,15 @@
 """Markdown-aware chunking: headings, then paragraphs, then sentences, then (last resort) tokens.
 
 Every chunk is an exact slice of the source: `source[start_char:end_char] == text`. Its heading path
-is the list of headings above it. Lengths are measured in the embedder's word pieces, so no chunk
+is the list of headings above it. A paged document (a PDF) gives the character offset where each page
+starts (`page_starts`); no chunk then crosses a page break, and each chunk has the 1-based page it is
+on. Lengths are measured in the embedder's word pieces, so no chunk
 is cut off by the model's input window.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -35,6 +38,7 @@ class Chunk:
     start_char: int
     end_char: int
     heading_path: tuple[str, ...] = field(default_factory=tuple)
+    page: int | None = None  # 1-based page of a paged document; None for a note without pages
 
     @property
     def content_hash(self) -> str:
@@ -82,6 +86,24 @@ def _sections(source: str) -> list[tuple[tuple[str, ...], int, int]]:
     return sections
 
 
+def _page_starts(page_starts: list[int] | None, length: int) -> list[int]:
+    """The page starts checked: whole numbers, ascending, the first 0, none past the end."""
+    if not page_starts:
+        return []
+    starts = [int(x) for x in page_starts]
+    if starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] > length:
+        raise ValueError(f"page starts must ascend from 0 within the text's {length:,} characters; "
+                         f"got {starts[:5]}{'…' if len(starts) > 5 else ''}")
+    return starts
+
+
+def _cut_at(starts: list[int], start: int, end: int) -> list[tuple[int, int]]:
+    """The range [start, end) cut at every page start inside it."""
+    cuts = [s for s in starts if start < s < end]
+    edges = [start, *cuts, end]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
 def _spans(text: str, pattern: re.Pattern, offset: int) -> list[tuple[int, int]]:
     """Non-blank pieces of text between matches of pattern, as absolute (start, end)."""
     out = []
@@ -126,13 +148,18 @@ class Chunker:
     def count(self, text: str) -> int:
         return max(0, self._count_with_specials(text) - 2)
 
-    def split(self, source: str) -> list[Chunk]:
+    def split(self, source: str, page_starts: list[int] | None = None) -> list[Chunk]:
+        """Chunks of source; with page_starts (the offset where each page begins, ascending, the first
+        0) the sections are also cut at every page start and each chunk carries its page number."""
+        starts = _page_starts(page_starts, len(source))
         chunks: list[Chunk] = []
         for path, s_start, s_end in _sections(source):
-            units = self._units(source, s_start, s_end)
-            for start, end in self._pack(units):
-                text = source[start:end]
-                chunks.append(Chunk(len(chunks), text, start, end, path))
+            for p_start, p_end in _cut_at(starts, s_start, s_end):
+                units = self._units(source, p_start, p_end)
+                for start, end in self._pack(units):
+                    text = source[start:end]
+                    page = bisect.bisect_right(starts, start) if starts else None
+                    chunks.append(Chunk(len(chunks), text, start, end, path, page))
         return chunks
 
     # -- internals --------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ class Indexer:
         if not chosen:
             return []
         return self.store.db.execute(
-            "SELECT id, title, description, source FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
+            "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts"
+            " FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
             " AND chunk_status != 'indexed' AND chunk_status = 'pending' ORDER BY id",
             (json.dumps(chosen),),
         ).fetchall()
@@ -173,7 +174,9 @@ class Indexer:
         texts: dict[str, int] = {}  # unique embedding input → position in the batch
         for row in rows:
             try:
-                chunks = self.chunker.split(row["source"])
+                # A paged document (a captured PDF) keeps its pages' offsets in metadata.capture.
+                pages = json.loads(row["page_starts"]) if row["page_starts"] else None
+                chunks = self.chunker.split(row["source"], pages) if pages else self.chunker.split(row["source"])
                 inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
                 ntext = self.node_text(row["title"], row["description"], chunks)
             except Exception as exc:  # a bug or pathological text must not stop the queue
@@ -233,7 +236,8 @@ class Indexer:
                 old = reusable.get(row["id"], {})
                 for chunk, text, h in zip(chunks, inputs, hashes):
                     chunk_rows.append((next_id, row["id"], chunk.idx, chunk.text, chunk.start_char, chunk.end_char,
-                                       json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp))
+                                       json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp,
+                                       chunk.page))
                     if h in old:
                         report.reused += 1
                         blob = old[h]
@@ -247,7 +251,7 @@ class Indexer:
                 report.chunks += len(chunks)
             conn.executemany(
                 "INSERT INTO chunks(id, node_id, chunk_idx, text, start_char, end_char, heading_path,"
-                " content_hash, embedding_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_hash, embedding_type, created_at, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 chunk_rows,
             )
             conn.executemany("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)", vec_rows)

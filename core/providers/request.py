@@ -42,6 +42,7 @@ class Passage:
     text: str
     cosine: float | None  # None for a keyword-fallback passage (core.search.retrieval_fallback)
     via: str = "search"  # "search"; in the keyword fallback "keyword" or "recent" (a recent note, not a match)
+    page: int | None = None  # the page of a paged document (a captured PDF) the passage is on: "p. 4"
 
 
 @dataclass

@@ -196,8 +196,10 @@ def cmd_ask(args, out: Out) -> int:
                 out.text(line, style="yellow")
         if passages:
             out.text("Sources:", style="bold")
+            pages = reply.citations.get("pages") or {}  # a passage of a captured PDF: its page
             for n, node_id in passages.items():
-                out.text(f"  [{n}] ", (f"[NODE:{node_id}] {titles.get(node_id, '(deleted)')}", "cyan"))
+                out.text(f"  [{n}] ", (f"[NODE:{node_id}] {titles.get(node_id, '(deleted)')}", "cyan"),
+                         f", p. {pages[n]}" if n in pages else "")
         u = reply.usage
         side = "".join(f" · + {purpose.replace('_', ' ')} {s.get('input', 0)} in/{s.get('output', 0)} out"
                        for purpose, s in reply.side_usage.items() if s)

@@ -953,8 +953,9 @@ def _sources(store, citations: dict, created: list[int], check: dict | None = No
             return f"{prefix} (node {node_id} was deleted)", None
         return f"{prefix} {title}{suffix}", node_id
 
+    pages = citations.get("pages") or {}  # a passage of a captured PDF: its page
     for n, node_id in sorted(passages.items(), key=lambda kv: int(kv[0])):
-        out.append(entry(f"[{n}]", int(node_id)))
+        out.append(entry(f"[{n}]", int(node_id), f", p. {pages[n]}" if n in pages else ""))
     passage_ids = {int(v) for v in passages.values()}
     for node_id in nodes:
         if node_id in dangling:
