@@ -325,10 +325,11 @@ def index_kills(workdir: Path, *, kills: int = 20, seed: int = 1, initial: int =
 
 
 def test_sigkill_index_at_random_points_then_resume(tmp_path):
-    stats = index_kills(tmp_path)
+    """10 kills in `make test` (the 60-kill run with 3,000 notes is test_sigkill_index_soak, `make soak`)."""
+    stats = index_kills(tmp_path, kills=10)
     assert stats.problems == [], stats.problems
-    assert stats.kills >= 18, f"only {stats.kills} of 20 kills landed mid-run"
-    assert stats.extra["runs_with_progress"] >= 10, "too few runs committed a batch before their kill"
+    assert stats.kills >= 9, f"only {stats.kills} of 10 kills landed mid-run"
+    assert stats.extra["runs_with_progress"] >= 5, "too few runs committed a batch before their kill"
 
 
 # == 2. kill -9 during `cairn import` of the shared vault =============================================
@@ -545,10 +546,10 @@ def chat_kills(workdir: Path, *, kills: int = 20, seed: int = 3, stall: float = 
 
 
 def test_sigkill_chat_turn_mid_reply_then_resume(tmp_path):
-    stats = chat_kills(tmp_path)
+    stats = chat_kills(tmp_path, kills=10)  # 60 kills: test_sigkill_chat_soak (`make soak`)
     assert stats.problems == [], stats.problems
-    assert stats.kills == 20
-    assert stats.extra["killed_mid_reply"] >= 10, stats.extra
+    assert stats.kills == 10
+    assert stats.extra["killed_mid_reply"] >= 5, stats.extra
 
 
 def test_chat_left_without_its_snapshot_can_be_continued(tmp_path):
