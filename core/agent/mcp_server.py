@@ -8,7 +8,8 @@ record shapes — plus `getContext` (counts, recent nodes, hubs). The MCP layer 
   (a longer title, a source over MAX_SOURCE_CHARS, a `limit` over 50 ... is refused, not clamped);
 - `confirmed_by_user` on the tools that change existing data (updateNode, createEdge, updateEdge):
   they run only when the user has set `mcp.allow_edits = true` in the config (a flag the client
-  cannot send) *and* the call says `confirmed_by_user: true`. createNode needs neither;
+  cannot send) *and* the call says `confirmed_by_user: true`. createNode and captureUrl (which
+  fetches the page the client names, through core/capture/web.py) need neither;
 - privacy: `privacy.never_send` applies as it does for a remote chat provider (an MCP client
   normally sends what it reads to a remote model);
 - semantic search degrades to keyword search, saying so, when the embedder cannot be loaded.
@@ -50,7 +51,8 @@ log = logging.getLogger("cairn.mcp")
 
 SERVER_NAME = "cairn"
 TOOLS = ("getContext", "queryNodes", "getNodesById", "searchContent", "queryEdges", "createNode", "updateNode",
-         "createEdge", "updateEdge", "sqliteQuery")
+         "createEdge", "updateEdge", "sqliteQuery", "captureUrl")
+OPEN_WORLD = ("captureUrl",)  # reaches beyond Cairn (fetches the page the client names)
 READ_ONLY = ("getContext", "queryNodes", "getNodesById", "searchContent", "queryEdges", "sqliteQuery")
 CONFIRMABLE = ("updateNode", "createEdge", "updateEdge")
 
@@ -69,6 +71,7 @@ _PROPERTY_LIMITS: dict[str, dict] = {
     "explanation": {"maxLength": MAX_DESCRIPTION},
     "source": {"maxLength": MAX_SOURCE_CHARS},
     "link": {"maxLength": MAX_LINK_CHARS},
+    "url": {"maxLength": MAX_LINK_CHARS},
     "dimensions": {"maxItems": MAX_DIMENSIONS},
     "ids": {"minItems": 1, "maxItems": MAX_LIMIT},
     "query": {"maxLength": MAX_QUERY_CHARS},
@@ -88,14 +91,16 @@ _DESCRIPTIONS = {
                     f"{SOURCE_CHARS_RETURNED:,} characters is cut there (the result says so).",
     "searchContent": SCHEMAS["searchContent"]["description"] + f" limit: at most {MAX_LIMIT} (default 8).",
     "queryNodes": SCHEMAS["queryNodes"]["description"] + f" limit: at most {MAX_LIMIT} (default 20).",
+    "captureUrl": SCHEMAS["captureUrl"]["description"] + " Only http(s) HTML pages up to 10 MB; the call waits "
+                  "for the page (10 s without an answer fails). Like createNode it needs no mcp.allow_edits.",
 }
 
 INSTRUCTIONS = (
     "Cairn is the user's personal knowledge graph: nodes (notes) joined by edges whose explanation says why "
     "two nodes connect. Call getContext first. searchContent finds passages by keyword and meaning; "
-    "queryNodes lists nodes; getNodesById reads them whole. createNode saves a note. updateNode, createEdge "
-    "and updateEdge change existing data: ask the user first and send confirmed_by_user: true only after "
-    "they agreed. Cite nodes by id."
+    "queryNodes lists nodes; getNodesById reads them whole. createNode saves a note; captureUrl saves a web "
+    "page the user names. updateNode, createEdge and updateEdge change existing data: ask the user first and "
+    "send confirmed_by_user: true only after they agreed. Cite nodes by id."
 )
 
 
@@ -388,8 +393,8 @@ def build_server(worker: _Worker):
     tools = [
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"],
                    annotations=types.ToolAnnotations(read_only_hint=d["read_only"],
-                                                     destructive_hint=False if d["read_only"] or d["name"] == "createNode" else None,
-                                                     open_world_hint=False))
+                                                     destructive_hint=False if d["read_only"] or d["name"] in ("createNode", "captureUrl") else None,
+                                                     open_world_hint=d["name"] in OPEN_WORLD))
         for d in tool_definitions()
     ]
 

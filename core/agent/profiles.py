@@ -13,8 +13,9 @@ from core.errors import InvalidInput
 
 READ_TOOLS = ("queryNodes", "getNodesById", "searchContent", "queryEdges", "sqliteQuery")
 WRITE_TOOLS = ("createNode", "updateNode", "createEdge", "updateEdge")
-# activateSkill last: the tool order is part of the cached prefix, so new tools are appended.
-ALL_TOOLS = READ_TOOLS + WRITE_TOOLS + ("delegate", "activateSkill")
+# The tool order is part of the cached prefix, so new tools are appended: activateSkill, then
+# captureUrl (a write that needs no confirmation, as createNode; core/capture/web.py does the work).
+ALL_TOOLS = READ_TOOLS + WRITE_TOOLS + ("delegate", "activateSkill", "captureUrl")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ BUILT_IN = {
             "worker", "worker", "Executes one delegated task with search and read tools.",
             "You carry out one task handed to you by another agent. Use the tools to find what the task needs, "
             "then answer with the result only, citing the nodes you used.",
-            READ_TOOLS + ("createNode",), auto_read=True, allow_write=True,
+            READ_TOOLS + ("createNode", "captureUrl"), auto_read=True, allow_write=True,
         ),
         Agent(
             "planner", "planner", "Breaks a goal into steps and delegates them; never writes.",

@@ -2,7 +2,7 @@
 
 Schemas are provider-neutral `{name, description, input_schema}`; providers translate them. Every
 tool returns JSON-able data or raises ToolError, whose message goes back to the model as the result.
-Writes other than createNode need the user's confirmation (a callback the chat gives).
+Writes other than createNode and captureUrl need the user's confirmation (a callback the chat gives).
 """
 
 from __future__ import annotations
@@ -98,7 +98,28 @@ SCHEMAS: dict[str, dict] = {
                        "conversation, then follow them.",
         "input_schema": _obj({"name": {"type": "string"}}, ["name"]),
     },
+    "captureUrl": {
+        "description": "Fetch a web page the user named and save its main text as a new node (title, author, "
+                       "date and site from the page; the URL as its link). An address captured before is not "
+                       "saved twice: the result names that node (again: true captures it anew).",
+        "input_schema": _obj({
+            "url": {"type": "string", "description": "the page's http(s) address"},
+            "dimensions": _STR_LIST,
+            "again": {"type": "boolean", "description": "capture even if a node already links to this address"},
+        }, ["url"]),
+    },
 }
+
+# captureUrl's work (fetching and extracting a page) lives in core/capture/web.py, a layer above this
+# one that may not be imported here; importing core.capture.web hands it in through set_page_capture
+# (every `cairn` process does: tui/cli/nodes.py imports tui/cli/capture.py, which imports it).
+_page_capture: Callable[..., Any] | None = None
+
+
+def set_page_capture(capture: Callable[..., Any]) -> None:
+    """Give captureUrl its implementation: capture(store, url, *, again, dimensions, origin) -> Captured."""
+    global _page_capture
+    _page_capture = capture
 
 
 def schemas(names: tuple[str, ...]) -> list[dict]:
@@ -248,6 +269,25 @@ class ToolRunner:
         if self.ctx.delegate is None:
             raise ToolError("Delegation is not available here.")
         return {"answer": self.ctx.delegate(agent, task)}
+
+    def _captureUrl(self, url: str, dimensions: list[str] | None = None, again: bool = False):
+        if _page_capture is None:
+            raise ToolError("Capturing web pages is not available in this process.")
+        if not isinstance(url, str):
+            raise ToolError("url must be a web address (a string).")
+        result = _page_capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin)
+        node = result.node
+        if result.existing:
+            if not self._reachable(node):  # a node this agent may not see: its id, nothing of its content
+                return {"already_captured": {"id": node["id"]},
+                        "note": "This address was captured before; pass again: true to capture it anew."}
+            return {"already_captured": _compact(node),
+                    "note": f"This address was captured before as node {node['id']}; nothing new was saved "
+                            "(pass again: true to capture it anew)."}
+        self.ctx.created.append(node["id"])
+        capture = result.capture
+        return {"created": _compact(node) | {"chars": len(node["source"])},
+                "capture": {k: capture.get(k) for k in ("final_url", "author", "site", "date", "fetched_at")}}
 
     def _activateSkill(self, name: str):
         if self.ctx.activate_skill is None:

@@ -116,13 +116,38 @@ def clean_dimensions(values: Iterable[str] | None) -> list[str]:
     return out
 
 
+_PARTIAL_DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
+
+
+def partial_date(text: str) -> str | None:
+    """`text` as an event date at the precision it gives: `YYYY-MM-DD`, `YYYY-MM` or `YYYY`, else None.
+
+    Nothing is invented: a year stays a year ("1981"), a month a month ("2024-08"); the parts must be
+    real (month 01-12, a day that month has, year 0001-9999). These strings sort and compare as text
+    with full dates ("1981" < "1981-03" < "1981-03-02" < "1982"), so `ORDER BY event_date` still works.
+    """
+    m = _PARTIAL_DATE.fullmatch(text.strip())
+    if not m:
+        return None
+    year, month, day = m.groups()
+    try:
+        if day is not None:
+            return date(int(year), int(month), int(day)).isoformat()
+        date(int(year), int(month or 1), 1)
+    except ValueError:
+        return None
+    return f"{year}-{month}" if month else year
+
+
 def clean_event_date(value: str | None) -> str | None:
+    """An event date as stored: `YYYY-MM-DD`, `YYYY-MM` or `YYYY` (the precision given), or None."""
     if value is None or value == "":
         return None
-    try:
-        return date.fromisoformat(str(value).strip()).isoformat()
-    except ValueError:
-        raise InvalidInput(f"The event date {value!r} is not a date in the form YYYY-MM-DD.") from None
+    found = partial_date(str(value))
+    if found is None:
+        raise InvalidInput(f"The event date {value!r} is not a date in the form YYYY-MM-DD "
+                           "(or YYYY-MM, or YYYY when only the month or the year is known).")
+    return found
 
 
 def title_from_text(text: str, limit: int = 80) -> str:
@@ -330,8 +355,12 @@ class Store:
         *,
         context: dict | None = None,
         source: str = "user",
+        allow_empty: bool = False,
     ) -> dict[str, Any]:
-        explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=True).strip()
+        """A new edge. Edges are explained: an empty explanation is refused, except for an import
+        (`allow_empty=True`) that brings in an edge its source left unexplained; the UI marks those
+        "no explanation yet" rather than the importer inventing a sentence."""
+        explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=not allow_empty).strip()
         if int(from_node_id) == int(to_node_id):
             raise InvalidInput("An edge must join two different nodes.")
         ctx = {"type": "related", "confidence": 1.0, "created_via": source, "inferred_at": None}
@@ -365,13 +394,16 @@ class Store:
             raise NotFound(f"There is no edge {edge_id}.")
         return edge_record(row)
 
-    def update_edge(self, edge_id: int, *, explanation: str | None = None, context: dict | None = None) -> dict:
+    def update_edge(self, edge_id: int, *, explanation: str | None = None, context: dict | None = None,
+                    allow_empty: bool = False) -> dict:
+        """Change an edge's explanation and/or merge into its context; `allow_empty` as in add_edge."""
         with self.db.transaction() as conn:
             row = conn.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
             if row is None:
                 raise NotFound(f"There is no edge {edge_id}.")
             if explanation is not None:
-                explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=True).strip()
+                explanation = _text("The explanation", explanation, MAX_DESCRIPTION,
+                                    required=not allow_empty).strip()
                 conn.execute("UPDATE edges SET explanation = ? WHERE id = ?", (explanation, edge_id))
             if context is not None:
                 merged = json.loads(row["context"] or "{}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInput
@@ -11,6 +12,10 @@ from tui.cli.common import Out, Verbs, confirm, edit_in_editor, id_arg, open_sto
 def cmd_add(args, out: Out) -> int:
     from core.graph.store import title_from_text
 
+    if args.text and args.text != "-" and Path(args.text).expanduser().is_file():  # a text naming a file is that file
+        from tui.cli.capture_files import add_file
+
+        return add_file(args, out)
     text = text_arg(args.text) or ""
     if not text.strip() and not args.title:
         raise InvalidInput("Nothing to add: give the note's text, `-` to read it from stdin, or --title.")
@@ -49,12 +54,14 @@ def cmd_show(args, out: Out) -> int:
     if edges:
         out.text("")
         for e in edges:
+            # An edge imported without an explanation (RA-H OS) says so, dim, as the app's Focus does.
+            why = (f"  {e['explanation']}", None) if (e["explanation"] or "").strip() else ("  no explanation yet", "dim")
             if e["from_node_id"] == node["id"]:
-                out.text(("→ ", "cyan"), (f"[{e['to_node_id']}] {e['to_title']}", "bold"), f"  {e['explanation']}",
+                out.text(("→ ", "cyan"), (f"[{e['to_node_id']}] {e['to_title']}", "bold"), why,
                          (f"  (edge {e['id']})", "dim"))
             else:
                 out.text(("← ", "magenta"), (f"[{e['from_node_id']}] {e['from_title']}", "bold"),
-                         f"  {e['explanation']}", (f"  (edge {e['id']})", "dim"))
+                         why, (f"  (edge {e['id']})", "dim"))
     return 0
 
 
@@ -152,7 +159,8 @@ def cmd_unlink(args, out: Out) -> int:
 
 def register(verbs: Verbs) -> None:
     p = verbs.add("add", cmd_add, "add a note; prints its id")
-    p.add_argument("text", nargs="?", help="the note's text, or - to read it from stdin")
+    p.add_argument("text", nargs="?", help="the note's text, or - to read it from stdin; a path to an existing "
+                   "file captures that file (.pdf page by page, .txt, .md)")
     p.add_argument("--title", "-t", help="the title (default: the first line of the text)")
     p.add_argument("--description", help="a one-line summary")
     p.add_argument("--link", metavar="URL", help="where the note comes from")

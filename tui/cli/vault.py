@@ -102,12 +102,17 @@ def cmd_import(args, out: Out) -> int:
         kind = "raha"
     else:
         raise InvalidInput(f"There is no folder or file at {path}.")
+    files = None  # the folder's PDFs and text files (tui/cli/capture_files.py)
     with open_store(args) as store:
         if kind == "vault":
             from core.vault.sync import import_vault
 
+            from tui.cli.capture_files import import_folder_files, print_folder_report
+
             with LazyProgress(out, "Importing", "files") as progress:
                 report = import_vault(store, path, progress, prune=args.prune)
+            # the folder's PDFs and .txt files, through core/capture/files.py (the markdown went above)
+            files = import_folder_files(out, store, path)
         else:
             from core.vault.raha import import_raha
 
@@ -115,14 +120,33 @@ def cmd_import(args, out: Out) -> int:
                 report = import_raha(store, path, progress)
         if not out.as_json:
             if kind == "vault":
-                _print_vault_report(out, report)
-            else:
+                if report.files or files is None:  # a folder of PDFs only: no "0 notes" line
+                    _print_vault_report(out, report)
+                if files:
+                    print_folder_report(out, files)
+            else:  # RA-H OS: what came in, was converted and was skipped, per kind (report.by_kind())
+                k = report.by_kind()
+                n, d, ev, e = k["nodes"], k["dimensions"], k["event_dates"], k["edges"]
                 out.text(f"RA-H OS database {report.path}: {report.nodes:,} nodes: ", (f"{report.created:,} created", "green"),
                          f", {report.updated:,} updated, {report.unchanged:,} unchanged, {len(report.skipped):,} skipped"
-                         f" (dimensions from {report.dimensions_from}; {report.seconds:.1f} s).")
-                out.text(f"Edges: {report.edges:,} ({report.edges_created:,} created, {report.edges_updated:,} updated, "
-                         f"{report.edges_removed:,} removed; {report.edges_skipped:,} dangling, self or duplicate left out).",
+                         f" ({report.seconds:.1f} s).")
+                out.text(f"  Nodes: full text from the older chunk column {n['text_from_chunk']:,}, content as the text "
+                         f"{n['text_from_content']:,}, summary as the description {n['description_from_content']:,}, "
+                         f"summary kept in the text {n['summary_appended']:,}; type from metadata "
+                         f"{n['type_from_metadata']:,}; memory {n['memory']:,} (never hubs).", style="dim")
+                out.text(f"  Dimensions: {d['assigned']:,} assigned, from {d['from']} (read: metadata "
+                         f"{d['read_from_metadata']:,}, tables {d['read_from_tables']:,}, migration snapshot "
+                         f"{d['read_from_snapshot']:,}); {d['skipped']:,} left out.", style="dim")
+                out.text(f"  Event dates: {ev['read']:,} ({ev['kept']:,} full dates, {ev['partial']:,} a year or month "
+                         f"only, kept so, {ev['converted']:,} converted, {ev['from_metadata']:,} from "
+                         f"metadata.published_date; {ev['unreadable']:,} not a date, kept in metadata.raha.event_date_raw).",
                          style="dim")
+                out.text(f"  Edges in {e['table']}: {e['read']:,} read, {e['imported']:,} kept ({e['created']:,} created, "
+                         f"{e['updated']:,} updated, {e['unchanged']:,} unchanged, {e['removed']:,} removed); skipped "
+                         f"{e['skipped']:,} ({e['dangling']:,} dangling, {e['self']:,} self, {e['duplicate']:,} duplicate, "
+                         f"{e['already_linked']:,} already linked in Cairn); {e['no_explanation']:,} without an explanation "
+                         f"(shown as \"no explanation yet\"), {e['explanation_from_context']:,} explanations from "
+                         "context.explanation.", style="dim")
                 if report.gone:
                     out.text(f"{report.gone:,} nodes imported before are no longer in that database; they were kept.",
                              style="dim")
@@ -130,7 +154,8 @@ def cmd_import(args, out: Out) -> int:
                 _capped(out, "Warnings", report.warnings)
         index = _index_after(args, out, store)
     if out.as_json:
-        out.json({"kind": kind, **report.as_dict(), "index": index.as_dict() if index else None})
+        out.json({"kind": kind, **report.as_dict(), "index": index.as_dict() if index else None,
+                  **({"files": files.as_dict()} if files else {})})
     return 1 if index is not None and index.errors else 0
 
 
@@ -207,7 +232,8 @@ def cmd_watch(args, out: Out) -> int:
 def register(verbs: Verbs) -> None:
     p = verbs.add("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "
                   "again: only changes")
-    p.add_argument("path", metavar="PATH", type=path_arg, help="a folder of .md notes, or an RA-H OS database file")
+    p.add_argument("path", metavar="PATH", type=path_arg, help="a folder of .md notes (its .pdf and .txt files are captured "
+                   "too), or an RA-H OS database file")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed the imported notes now")
     p.add_argument("--prune", action="store_true",
                    help="move nodes whose file has left the folder to the trash (default: keep them)")

@@ -40,6 +40,7 @@ MARKDOWN_CHAR_LIMIT = 20_000  # a source up to this size (and line count) is ren
 MARKDOWN_LINE_LIMIT = 100  # ...non-blank lines, since each block becomes a widget
 SOURCE_DISPLAY_LIMIT = 200_000  # characters shown when reading; the editor always gets everything
 LARGE_TEXT = 200_000  # above this the editor skips highlighting and soft wrap (1 MB: 1.8 s → 0.7 s)
+NO_EXPLANATION = "no explanation yet"  # an edge imported without one (RA-H OS); `cairn show` says the same
 UNRETIRE_COMMAND = "Focus: un-retire"  # the palette command the retired line names (tui/flows/unretire.py)
 
 
@@ -418,9 +419,11 @@ class NodeView(Vertical):
             head.append(_plain(other_title), style="bold")
             head.append(f"  #{other}", style="dim")
             prompt = head
-            if edge.get("explanation"):
+            if (edge.get("explanation") or "").strip():
                 # Padded, so a long explanation wraps under itself, not under the arrow.
                 prompt = Group(head, Padding(Text(_plain(edge["explanation"]), style="italic"), (0, 0, 0, 2)))
+            else:  # an imported edge its source left unexplained: say so (r writes one)
+                prompt = Group(head, Padding(Text(NO_EXPLANATION, style="dim italic"), (0, 0, 0, 2)))
             option_id = f"edge-{edge['id']}"
             self._edge_targets[option_id] = (other, edge.get("to_title" if outgoing else "from_title") or "")
             items.append(Option(prompt, id=option_id))
