@@ -109,6 +109,7 @@ def test_current_schema(store, tmp_path):
         ("Attention Is All You Need", "Ashish Vaswani", "Written by Vaswani"),
     }
     assert report.edges_created == 2 and report.edges_skipped == 2  # a dangling edge and a self-edge
+    assert (report.edges_dangling, report.edges_self, report.edges_duplicate) == (1, 1, 0)
     e = store.db.execute("SELECT context, source, created_at FROM edges WHERE explanation LIKE 'The paper%'").fetchone()
     ctx = json.loads(e["context"])
     assert ctx["type"] == "introduces" and ctx["confidence"] == 0.9 and e["source"] == "raha"
@@ -169,7 +170,7 @@ def test_both_dimension_sources(store, tmp_path):
     c.commit()
     c.close()
     report = import_raha(store, src)
-    assert report.dimensions_from == "both"
+    assert report.dimensions_from == "metadata + legacy tables"
     assert titles(store)["Attention Is All You Need"]["dimensions"] == ["papers", "ai", "classic"]
 
 
@@ -216,3 +217,270 @@ def test_cli_imports_then_indexes(cairn_cmd, cli_env, tmp_path):
     run = subprocess.run([*cairn_cmd, "--db", str(db), "import", str(bad)], env=cli_env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "not an RA-H OS one" in run.stderr and "Traceback" not in run.stderr
+
+
+# -- every era of RA-H's schema (tests/raha_eras.py) -------------------------------------------------------
+
+from core.graph.store import clean_event_date  # noqa: E402
+from raha_eras import ERAS, FEB_EVENT_DATES, make_apr2026, make_dec2025, make_feb2026, make_from_id_edges, raha_hubs  # noqa: E402
+
+
+def edge_rows(store) -> dict[tuple[str, str], dict]:
+    return {(r["f"], r["t"]): {"explanation": r["explanation"], "context": json.loads(r["context"])}
+            for r in store.db.execute(
+                "SELECT f.title AS f, t.title AS t, e.explanation, e.context FROM edges e"
+                " JOIN nodes f ON f.id = e.from_node_id JOIN nodes t ON t.id = e.to_node_id")}
+
+
+def without_dimension_tables(path: Path) -> Path:
+    """The same file without its dimension tables, so a test reaches what it is about even on an
+    importer that stumbles over WITHOUT ROWID first."""
+    c = sqlite3.connect(path)
+    c.executescript("DROP TABLE IF EXISTS node_dimensions; DROP TABLE IF EXISTS dimensions;")
+    c.commit()
+    c.close()
+    return path
+
+
+def test_chunk_is_the_text_and_content_the_summary(store, tmp_path):
+    import_raha(store, without_dimension_tables(make_dec2025(tmp_path / "dec.sqlite")))
+    n = titles(store)
+    assert n["Deep Work"]["source"].startswith("Deep work is the ability")
+    assert n["Deep Work"]["description"] == "A book on focus."
+    assert "A consolidated note" in n["Attention residue"]["source"]
+
+
+def test_december_2025_without_rowid_chunk_content_and_type(store, tmp_path):
+    """node_dimensions WITHOUT ROWID used to fail the whole import ("no such column: rowid")."""
+    report = import_raha(store, make_dec2025(tmp_path / "dec.sqlite"))
+    assert (report.nodes, report.created, len(report.skipped)) == (5, 5, 0)
+    n = titles(store)
+    book = n["Deep Work"]
+    assert book["source"].startswith("Deep work is the ability") and len(book["source"]) > 400  # chunk: the full text
+    assert book["description"] == "A book on focus."  # content: the summary
+    assert book["type"] == "book" and book["dimensions"] == ["books", "research"]  # primary-key order
+    assert book["event_date"] == "2016-01-05"  # metadata.published_date "Jan 5, 2016"
+    assert n["Cal Newport"]["event_date"] == "1981"  # a bare year stays a year
+    assert n["Focus sessions"]["source"] == "Ninety-minute blocks, phone in another room."  # content only: the text
+    assert n["Focus sessions"]["description"] == ""
+    residue = n["Attention residue"]  # content longer than the chunk: not a summary, kept in the text
+    assert residue["description"] == "Switching costs"
+    assert residue["source"].startswith("When you switch tasks") and "## Summary" in residue["source"]
+    assert "A consolidated note" in residue["source"]
+    assert n["User works best in the morning"]["type"] == "memory"
+    assert (report.text_from_chunk, report.text_from_content, report.description_from_content,
+            report.summary_appended, report.memory) == (2, 2, 1, 1, 1)
+    assert report.dimensions_from == "legacy tables" and report.dimensions_assigned == 4
+    assert (report.event_dates, report.event_dates_from_metadata, report.event_dates_partial,
+            report.event_dates_converted) == (2, 2, 1, 1)
+    e = edge_rows(store)
+    assert e[("Deep Work", "Cal Newport")]["explanation"] == "Deep Work was written by Cal Newport"
+    assert e[("Deep Work", "Cal Newport")]["context"]["type"] == "authored_by"
+    assert e[("Attention residue", "Deep Work")]["explanation"] == ""  # not invented
+    assert report.edges_no_explanation == 1 and report.edges == 8
+
+
+def test_february_2026_event_dates_keep_their_precision(store, tmp_path):
+    report = import_raha(store, without_dimension_tables(make_feb2026(tmp_path / "feb.sqlite")))
+    n = titles(store)
+    for rid, (raw, want) in FEB_EVENT_DATES.items():
+        node = n[f"Event {rid}"]
+        assert node["event_date"] == want, raw
+        assert node["metadata"]["raha"].get("event_date_raw") == (None if want else str(raw))
+    assert ("node 16", "event date 'last summer' is not a date; kept as metadata.raha.event_date_raw") \
+        in report.warnings
+    assert (report.event_dates, report.event_dates_kept, report.event_dates_partial, report.event_dates_converted,
+            report.event_dates_unreadable) == (8, 1, 2, 4, 1)
+    memory = n["Prefers short answers"]
+    assert memory["type"] == "memory" and report.type_from_metadata == 1  # metadata.type
+    assert memory["source"] == "The user asked for brevity twice.\n\n## Notes\n\na note kept beside\n"
+    assert n["Event 10"]["dimensions"] == ["events"]
+
+
+def test_february_2026_dimension_tables_are_merged(store, tmp_path):
+    import_raha(store, make_feb2026(tmp_path / "feb.sqlite"))
+    n = titles(store)
+    assert n["Prefers short answers"]["dimensions"] == ["memory"]
+    assert n["Event 10"]["dimensions"] == ["events", "papers"]
+
+
+def test_february_2026_edges_newer_explanation_wins_and_skips_are_counted(store, tmp_path):
+    report = import_raha(store, without_dimension_tables(make_feb2026(tmp_path / "feb.sqlite")))
+    e = edge_rows(store)
+    edited = e[("Event 10", "Event 11")]
+    assert edited["explanation"] == "Edited in RA-H: the paper came out after the birth"  # the UI's edit
+    assert edited["context"]["raha_context"]["explanation"] == edited["explanation"]  # context kept whole
+    assert edited["context"]["confidence"] == 0.8
+    assert e[("Event 11", "Event 12")]["explanation"] == "Column written at creation"  # same time: the column
+    assert e[("Event 12", "Event 13")]["explanation"] == ""  # the first row of the pair, unexplained
+    assert e[("Event 14", "Event 10")]["explanation"] == "Only in context"
+    assert (report.edges_read, report.edges, report.edges_created) == (11, 8, 8)
+    assert (report.edges_dangling, report.edges_self, report.edges_duplicate, report.edges_skipped) == (1, 1, 1, 3)
+    assert report.edges_explanation_from_context == 2 and report.edges_no_explanation == 1
+    kinds = report.as_dict()["kinds"]
+    assert kinds["edges"]["duplicate"] == 1 and kinds["event_dates"]["unreadable"] == 1
+    assert kinds["nodes"]["memory"] == 1 and kinds["dimensions"]["from"] == "metadata"
+
+
+def test_april_2026_dimensions_from_the_migration_snapshot(store, tmp_path):
+    report = import_raha(store, make_apr2026(tmp_path / "apr.sqlite"))
+    n = titles(store)
+    assert n["Zettelkasten"]["dimensions"] == ["pkm", "method", "notes"]
+    assert n["Niklas Luhmann"]["dimensions"] == ["people"]
+    assert n["User likes slip boxes"]["type"] == "memory"
+    assert n["Zettelkasten"]["event_date"] == "1950" and n["Index cards"]["event_date"] == "2024-08"
+    assert report.dimensions_from == "metadata + migration snapshot"
+    assert (report.dimensions_snapshot, report.dimensions_metadata, report.dimensions_assigned) == (4, 1, 5)
+    assert edge_rows(store)[("Niklas Luhmann", "Index cards")]["explanation"] == ""
+
+
+def test_bad_snapshot_payload_is_reported_not_fatal(store, tmp_path):
+    src = make_apr2026(tmp_path / "apr.sqlite")
+    c = sqlite3.connect(src)
+    c.execute("INSERT INTO dimension_migration_snapshots VALUES (2, '2026-04-11', 0, 0, 'not json')")
+    c.execute("INSERT INTO dimension_migration_snapshots VALUES (3, '2026-04-12', 1, 1, ?)",
+              (json.dumps([{"dimension": "orphan"}, {"node_id": 23, "dimension": "cards"}]),))
+    c.commit()
+    c.close()
+    report = import_raha(store, src)
+    assert ("dimension snapshot 2", "its payload is not a JSON list; no dimension was read from it") in report.warnings
+    assert report.dimensions_skipped == 1 and titles(store)["Index cards"]["dimensions"] == ["cards"]
+
+
+def test_older_edges_table_from_id_to_id_description(store, tmp_path):
+    report = import_raha(store, make_from_id_edges(tmp_path / "old.sqlite"))
+    assert report.created == 3 and report.edge_table.startswith("edges(from_id, to_id, description)")
+    assert edges(store) == {("As We May Think", "Memex", "The essay describes the memex"),
+                            ("Memex", "Hypertext", "")}
+    assert report.edges_duplicate == 1 and report.edges_no_explanation == 1
+    assert titles(store)["Memex"]["type"] == "idea"
+
+
+@pytest.mark.parametrize("era", sorted(ERAS))
+def test_reimport_of_every_era_is_idempotent(store, tmp_path, era):
+    src = ERAS[era](tmp_path / f"{era}.sqlite")
+    first = import_raha(store, src)
+    count = store.counts()
+    again = import_raha(store, src)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, first.created)
+    assert (again.edges_created, again.edges_updated, again.edges_removed) == (0, 0, 0)
+    assert again.edges_unchanged == first.edges_created and store.counts() == count
+
+
+def test_reimport_replaces_the_sentence_an_older_import_invented(store, tmp_path):
+    src = make_from_id_edges(tmp_path / "old.sqlite")
+    import_raha(store, src)
+    edge = next(r for r in store.db.execute("SELECT id, context FROM edges WHERE explanation = ''"))
+    invented = "Related (imported from RA-H OS without an explanation)"
+    store.db.execute("UPDATE edges SET explanation = ?, context = json_set(context, '$.raha_explanation', ?)"
+                     " WHERE id = ?", (invented, invented, edge["id"]))
+    report = import_raha(store, src)
+    assert report.edges_updated == 1 and store.get_edge(edge["id"])["explanation"] == ""
+
+
+@pytest.mark.parametrize("era", sorted(ERAS))
+def test_cairn_hubs_agree_with_rahas_hub_query(store, tmp_path, era):
+    src = ERAS[era](tmp_path / f"{era}.sqlite")
+    import_raha(store, src)
+    cairn = [(h["title"], h["edge_count"]) for h in store.hubs(10)]
+    assert cairn == raha_hubs(src) and cairn
+    assert not any("memory" == store.get_node(h["id"])["type"] for h in store.hubs(10))
+
+
+def test_hubs_on_a_clean_file_match_rahas_query_verbatim(store, tmp_path):
+    """December 2025 has no duplicate, self or dangling rows: RA-H's query as it shipped agrees as is."""
+    src = make_dec2025(tmp_path / "dec.sqlite")
+    import_raha(store, src)
+    cairn = [(h["title"], h["edge_count"]) for h in store.hubs(10)]
+    assert cairn == raha_hubs(src, imported_edges_only=False)
+    assert cairn[:3] == [("Deep Work", 4), ("Attention residue", 3), ("Focus sessions", 3)]  # tie: newer first
+
+
+def test_event_date_accepts_a_year_or_a_month_and_still_refuses_nonsense(store):
+    assert [clean_event_date(v) for v in ("1981", "2024-08", "2024-02-29", " 2024-08 ", None, "")] == \
+        ["1981", "2024-08", "2024-02-29", "2024-08", None, None]
+    for bad in ("2024-13", "0000", "81", "2024-8", "2023-02-29", "2024-1-1x", "yesterday", "1981-00"):
+        with pytest.raises(InvalidInput, match="YYYY-MM-DD"):
+            clean_event_date(bad)
+    a = store.add_node("A year", event_date="1981")
+    b = store.add_node("A month", event_date="1981-03")
+    c = store.add_node("A day", event_date="1981-03-02")
+    store.add_node("Later", event_date="1982")
+    assert store.update_node(a["id"], event_date="1980")["event_date"] == "1980"
+    order = [r[0] for r in store.db.execute("SELECT title FROM nodes ORDER BY event_date")]
+    assert order == ["A year", "A month", "A day", "Later"]  # text order is time order at any precision
+    assert (b["event_date"], c["event_date"]) == ("1981-03", "1981-03-02")
+
+
+def test_store_refuses_an_empty_explanation_except_for_an_import(store):
+    a, b = store.add_node("A")["id"], store.add_node("B")["id"]
+    with pytest.raises(InvalidInput, match="must not be empty"):
+        store.add_edge(a, b, "  ")
+    edge = store.add_edge(a, b, "", allow_empty=True)
+    assert edge["explanation"] == ""
+    with pytest.raises(InvalidInput, match="must not be empty"):
+        store.update_edge(edge["id"], explanation="")
+    assert store.update_edge(edge["id"], explanation="Now explained")["explanation"] == "Now explained"
+
+
+def test_cli_prints_per_kind_and_show_marks_no_explanation(cairn_cmd, cli_env, tmp_path):
+    src = make_feb2026(tmp_path / "feb.sqlite")
+    db = tmp_path / "cli.db"
+    run = subprocess.run([*cairn_cmd, "--db", str(db), "import", str(src), "--no-index"], env=cli_env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    out = " ".join(run.stdout.split())
+    assert "9 nodes: 9 created" in out
+    assert "Event dates: 8 (1 full dates, 2 a year or month only, kept so, 4 converted" in out
+    assert "1 not a date" in out and "last summer" in out
+    assert "skipped 3 (1 dangling, 1 self, 1 duplicate, 0 already linked in Cairn)" in out
+    assert "1 without an explanation" in out and "type from metadata 1" in out
+    run = subprocess.run([*cairn_cmd, "--db", str(db), "import", str(src), "--json", "--no-index"], env=cli_env,
+                         capture_output=True, text=True, timeout=120)
+    data = json.loads(run.stdout)
+    assert data["kinds"]["nodes"]["unchanged"] == 9 and data["kinds"]["edges"]["unchanged"] == 8
+    store_ids = subprocess.run([*cairn_cmd, "--db", str(db), "list", "--json", "--limit", "50"], env=cli_env,
+                               capture_output=True, text=True, timeout=120)
+    node = next(x for x in json.loads(store_ids.stdout) if x["title"] == "Event 12")
+    run = subprocess.run([*cairn_cmd, "--db", str(db), "show", str(node["id"])], env=cli_env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if "Event 13" in x)
+    assert "no explanation yet" in line
+    hubs = subprocess.run([*cairn_cmd, "--db", str(db), "hubs", "--json"], env=cli_env,
+                          capture_output=True, text=True, timeout=120)
+    assert [(h["title"], h["edge_count"]) for h in json.loads(hubs.stdout)] == raha_hubs(src)
+
+
+async def test_focus_marks_an_edge_without_explanation(store, db_path, monkeypatch, tmp_path):
+    from rich.console import Group
+    from rich.padding import Padding
+    from textual.widgets import OptionList
+
+    from tui.app import CairnApp
+    from tui.widgets.chat_pane import ChatPane
+    from tui.widgets.focus_panel import FocusPanel
+    from tui_support import settle
+
+    monkeypatch.setattr(ChatPane, "set_focus", lambda self, focus: None)
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: None)
+    import_raha(store, make_from_id_edges(tmp_path / "old.sqlite"))
+    memex = titles(store)["Memex"]["id"]
+
+    def plain(prompt) -> str:
+        if isinstance(prompt, Group):
+            return "\n".join(plain(r) for r in prompt.renderables)
+        return plain(prompt.renderable) if isinstance(prompt, Padding) else str(prompt)
+
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.query_one(FocusPanel).open_node(memex)
+        await settle(app, pilot)
+        options = app.query_one(FocusPanel).view(memex).query_one(".node-edges", OptionList)
+        texts = [plain(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        hyper = next(t for t in texts if "Hypertext" in t)
+        assert hyper.splitlines()[1].strip() == "no explanation yet"
+        essay = next(t for t in texts if "As We May Think" in t)
+        assert "The essay describes the memex" in essay
+        prompt = options.get_option_at_index(texts.index(hyper)).prompt
+        assert "dim" in str(prompt.renderables[1].renderable.style)
