@@ -1,0 +1,312 @@
+"""Files as nodes (issue 15 parts 3 and 4): PDFs page by page with the page on each chunk and in the
+citation, .txt and .md, every refusal in one sentence, `cairn add FILE`, `cairn import FOLDER` with PDFs,
+text and markdown, the progress line, and an import killed mid-way that resumes without duplicates."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from chat_support import searcher  # noqa: F401  (fixture)
+from core.agent import profiles
+from core.capture.files import CaptureError, capture_file, capture_folder, read_file
+from core.chat.context import ContextEngine
+from core.graph.store import Store
+from pdf_maker import IMAGE, corrupt_pdf, encrypted_pdf, make_pdf, truncated_pdf
+
+PAGES = [
+    "Soil notes\nCompost heaps need air, water and a mix of green and brown material.",
+    "Mycorrhizal fungi trade phosphorus with plant roots in exchange for sugars.\n"
+    "The fungal network reaches far beyond the roots themselves.",
+    "Tomatoes want full sun, deep watering and a stake before the fruit sets.",
+]
+
+
+def _env(cli_env: dict) -> dict:
+    env = dict(cli_env)
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "CAIRN_DEBUG", "COLUMNS"):
+        env.pop(var, None)
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+# -- PDFs: pages, titles, citations ---------------------------------------------------------------
+def test_a_three_page_pdf_keeps_each_chunks_page_and_the_passage_says_p_2(tmp_path, store, indexer, searcher):
+    pdf = _write(tmp_path / "garden.pdf", make_pdf(PAGES, title="The garden handbook"))
+    outcome = capture_file(store, pdf)
+    node = outcome.node
+    assert outcome.status == "created" and node["title"] == "The garden handbook"
+    capture = node["metadata"]["capture"]
+    assert capture["pages"] == 3 and capture["extractor"].startswith("pypdf ")
+    assert capture["path"] == str(pdf.resolve()) and len(capture["sha256"]) == 64
+    for n, start in enumerate(capture["page_starts"]):  # the offsets point at each page's text
+        assert node["source"][start:].startswith(PAGES[n].splitlines()[0])
+    indexer.run()
+    rows = store.db.execute("SELECT page, text FROM chunks WHERE node_id = ? ORDER BY chunk_idx",
+                            (node["id"],)).fetchall()
+    assert sorted({r["page"] for r in rows}) == [1, 2, 3]
+    for r in rows:  # no chunk crosses a page break, and each is on the page it says
+        assert r["text"] in PAGES[r["page"] - 1].replace("\n", "\n")
+
+    engine = ContextEngine(store, searcher, profiles.get("orchestrator"))
+    suffix = engine.suffix("How do mycorrhizal fungi trade phosphorus with roots?")
+    mine = [p for p in suffix.passages if p.node_id == node["id"]]
+    assert mine and mine[0].page == 2, suffix.retrieved
+    assert f'[{mine[0].n}] [NODE:{node["id"]}:"The garden handbook"] (p. 2)\nMycorrhizal' in suffix.retrieved
+
+
+def test_the_title_comes_from_the_first_line_without_a_title_in_the_metadata(tmp_path):
+    captured = read_file(_write(tmp_path / "notitle.pdf", make_pdf(PAGES)))
+    assert captured.title == "Soil notes"
+    blank = read_file(_write(tmp_path / "blank.pdf", make_pdf(PAGES, title="  ", author="Ada")))
+    assert blank.title == "Soil notes"  # a blank /Title is no title
+
+
+def test_a_scanned_pdf_is_refused_and_a_scanned_page_is_reported(tmp_path, store):
+    scan = _write(tmp_path / "scan.pdf", make_pdf([IMAGE, IMAGE]))
+    with pytest.raises(CaptureError) as err:
+        capture_file(store, scan)
+    assert str(err.value).startswith("scan.pdf has no text layer (2 pages, none with text): it may be a scan; "
+                                     "nothing was imported")
+    assert store.counts()["nodes"] == 0
+    mixed = read_file(_write(tmp_path / "mixed.pdf", make_pdf([PAGES[0], IMAGE, PAGES[2]])))
+    assert mixed.pages == 3
+    assert mixed.warnings == ["page 2 has no text (a scanned page or only images); left out"]
+    assert mixed.source[mixed.page_starts[2]:].startswith("Tomatoes")
+
+
+def test_a_password_protected_pdf_is_refused_and_an_owner_only_one_is_read(tmp_path):
+    with pytest.raises(CaptureError, match=r"^locked\.pdf is password-protected; Cairn cannot read it without "
+                                           r"the password, so nothing was imported"):
+        read_file(_write(tmp_path / "locked.pdf", encrypted_pdf(["secret plans"])))
+    opened = read_file(_write(tmp_path / "owner.pdf", encrypted_pdf(["Open text for everyone"], user_password="")))
+    assert opened.source == "Open text for everyone"
+
+
+@pytest.mark.parametrize("data", [corrupt_pdf(), truncated_pdf(PAGES), b"not a pdf at all"],
+                         ids=["corrupt", "truncated", "not-pdf"])
+def test_a_damaged_pdf_is_refused_in_one_sentence(tmp_path, data, capsys):
+    with pytest.raises(CaptureError) as err:
+        read_file(_write(tmp_path / "bad.pdf", data))
+    message = str(err.value)
+    assert message.startswith("bad.pdf could not be read as a PDF (") and message.endswith("nothing was imported.")
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""  # pypdf's complaints are not printed around the sentence
+
+
+# -- text and markdown ----------------------------------------------------------------------------
+def test_invalid_utf8_is_replaced_and_reported(tmp_path, store):
+    path = _write(tmp_path / "latin.txt", "Café notes\nline two ".encode("latin-1") + b"\xff\xfe end")
+    outcome = capture_file(store, path)
+    assert outcome.node["title"] == "Caf� notes"
+    assert "line two" in outcome.node["source"] and "\ufffd" in outcome.node["source"]
+    assert outcome.captured.warnings == ["3 byte sequences that were not valid UTF-8 (the first at byte 3) "
+                                         "replaced with �"]
+
+
+def test_binary_unknown_empty_and_oversized_files_are_refused(tmp_path, monkeypatch):
+    with pytest.raises(CaptureError, match=r"^blob\.txt looks like a binary file, not text \(it holds NUL bytes\); "
+                                           r"nothing was imported\.$"):
+        read_file(_write(tmp_path / "blob.txt", b"abc\x00\x01\x02" * 10))
+    with pytest.raises(CaptureError, match=r"^photo\.jpg is a \.jpg file \(image/jpeg\); Cairn captures PDF"):
+        read_file(_write(tmp_path / "photo.jpg", b"\xff\xd8\xff"))
+    with pytest.raises(CaptureError, match=r"^empty\.txt is empty; nothing was imported\.$"):
+        read_file(_write(tmp_path / "empty.txt", b"  \n"))
+    with pytest.raises(CaptureError, match=r"^There is no file at "):
+        read_file(tmp_path / "missing.pdf")
+    import core.capture.files as files
+
+    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1_000)
+    with pytest.raises(CaptureError, match=r"^big\.txt is 0\.0 MB; files over 0 MB are not captured"):
+        read_file(_write(tmp_path / "big.txt", b"x" * 2_000))
+
+
+def test_markdown_title_from_frontmatter_then_first_heading(tmp_path):
+    fm = read_file(_write(tmp_path / "a.md", b"---\ntitle: From the frontmatter\ndate: 2024-05-01\n---\n# Heading\nBody"))
+    assert fm.title == "From the frontmatter" and fm.source == "# Heading\nBody"
+    assert fm.frontmatter == {"title": "From the frontmatter", "date": "2024-05-01"}
+    heading = read_file(_write(tmp_path / "b.md", b"Some intro line\n\n## The real heading\ntext"))
+    assert heading.title == "The real heading"
+    broken = read_file(_write(tmp_path / "c.md", b"---\ntitle: [unclosed\n---\nText"))
+    assert broken.warnings[0].startswith("the frontmatter is not valid YAML (")
+
+
+def test_a_changed_file_updates_its_node_and_an_unchanged_one_is_skipped(tmp_path, store):
+    path = _write(tmp_path / "n.txt", b"First version\nbody")
+    first = capture_file(store, path)
+    again = capture_file(store, path)
+    assert again.status == "unchanged" and again.node["id"] == first.node["id"]
+    path.write_bytes(b"Second version\nbody")
+    changed = capture_file(store, path)
+    assert changed.status == "updated" and changed.node["id"] == first.node["id"]
+    assert changed.node["title"] == "Second version" and changed.node["chunk_status"] == "pending"
+    store.update_node(first.node["id"], title="My own title")
+    path.write_bytes(b"Third version\nbody")
+    assert capture_file(store, path).node["title"] == "My own title"  # the user's title is kept
+    assert store.counts()["nodes"] == 1
+
+
+def test_the_chunks_table_has_a_nullable_page_column(store):
+    columns = {r["name"]: r for r in store.db.execute("PRAGMA table_info(chunks)")}
+    assert columns["page"]["type"] == "INTEGER" and columns["page"]["notnull"] == 0
+
+
+def test_a_note_without_pages_has_no_page_and_bad_page_starts_are_refused(embedder):
+    from core.index.chunker import Chunker
+
+    chunker = Chunker.for_embedder(embedder)
+    assert {c.page for c in chunker.split("Plain note.\n\nSecond paragraph.")} == {None}
+    paged = chunker.split("one\n\ntwo\n\nthree", [0, 5, 10])
+    assert [(c.text, c.page) for c in paged] == [("one", 1), ("two", 2), ("three", 3)]
+    with pytest.raises(ValueError, match="page starts must ascend from 0"):
+        chunker.split("abc", [1, 2])
+
+
+def test_the_sources_list_names_the_page(store):
+    from tui.widgets.chat_pane import _sources
+
+    node = store.add_node("The garden handbook", "text")
+    labels = _sources(store, {"passages": {"1": node["id"], "2": node["id"]}, "pages": {"1": 4}}, [])
+    assert [label for label, _ in labels] == ["[1] The garden handbook, p. 4", "[2] The garden handbook"]
+
+
+# -- progress -------------------------------------------------------------------------------------
+def test_the_progress_line_shows_count_rate_and_eta():
+    from tui.cli.capture_files import RateLine
+
+    now = [1000.0]
+    line = RateLine(clock=lambda: now[0])
+    assert line.text(0, 200) == "0/200 files · – files/s"
+    now[0] += 10
+    assert line.text(20, 200) == "20/200 files · 2.0 files/s · ETA 1 min 30 s"
+    now[0] += 90
+    assert line.text(200, 200) == "200/200 files · 2.0 files/s · done"
+    slow = RateLine(clock=lambda: now[0])
+    now[0] += 60
+    assert slow.text(1, 100) == "1/100 files · 1.0 files/min · ETA 1 h 39 min"
+
+
+def test_capture_folder_reports_each_file_and_progress(tmp_path, store):
+    _write(tmp_path / "f" / "a.pdf", make_pdf(PAGES, title="A"))
+    _write(tmp_path / "f" / "sub" / "b.txt", b"Bee notes\nhive")
+    _write(tmp_path / "f" / "scan.pdf", make_pdf([IMAGE]))
+    _write(tmp_path / "f" / "note.md", b"# Markdown is the vault import's")
+    _write(tmp_path / "f" / ".hidden" / "x.pdf", make_pdf(["hidden"]))
+    seen, ticks = [], []
+    report = capture_folder(store, tmp_path / "f", lambda d, t: ticks.append((d, t)),
+                            on_file=lambda rel, status, detail: seen.append((rel, status)))
+    assert seen == [("a.pdf", "created"), ("scan.pdf", "skipped"), ("sub/b.txt", "created")]
+    assert ticks == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert (report.files, report.created, report.pages, len(report.skipped)) == (3, 2, 3, 1)
+    assert report.skipped[0][1].startswith("scan.pdf has no text layer")
+
+
+# -- the command line -----------------------------------------------------------------------------
+def test_cairn_add_file_end_to_end(cairn_cmd, cli_env, tmp_path):
+    env = _env(cli_env)
+    db = tmp_path / "cli.db"
+    pdf = _write(tmp_path / "garden.pdf", make_pdf(PAGES, title="The garden handbook"))
+    done = subprocess.run([*cairn_cmd, "add", str(pdf), "--db", str(db), "-d", "garden"], env=env,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    node_id = int(done.stdout)
+    assert f"Captured garden.pdf as node {node_id} (3 pages, " in done.stderr
+    again = subprocess.run([*cairn_cmd, "add", str(pdf), "--db", str(db)], env=env, capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0 and int(again.stdout) == node_id
+    assert "garden.pdf is unchanged since it was captured as node" in again.stderr
+    scan = _write(tmp_path / "scan.pdf", make_pdf([IMAGE]))
+    refused = subprocess.run([*cairn_cmd, "add", str(scan), "--db", str(db)], env=env, capture_output=True,
+                             text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("cairn: scan.pdf has no text layer (1 page, none with text): it may be a scan")
+    with Store(db) as store:
+        node = store.get_node(node_id)
+        assert node["dimensions"] == ["garden"] and node["link"] == pdf.resolve().as_uri()
+        assert store.counts()["nodes"] == 1
+    # text that does not name a file is still a note
+    note = subprocess.run([*cairn_cmd, "add", "just a note", "--db", str(db)], env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert note.returncode == 0, note.stderr
+
+
+def test_cairn_import_folder_with_pdfs_text_and_markdown(cairn_cmd, cli_env, tmp_path):
+    env = _env(cli_env)
+    db = tmp_path / "cli.db"
+    folder = tmp_path / "library"
+    _write(folder / "garden.pdf", make_pdf(PAGES, title="The garden handbook"))
+    _write(folder / "papers" / "bees.txt", b"Bee notes\nA hive keeps its temperature near 35 degrees.")
+    _write(folder / "index.md", b"# Library\nSee [[Bees]].")
+    _write(folder / "scan.pdf", make_pdf([IMAGE]))
+    done = subprocess.run([*cairn_cmd, "import", str(folder), "--db", str(db), "--json"], env=env,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["created"] == 1  # the markdown note, through the vault import
+    files = report["files"]
+    assert (files["files"], files["created"], files["pages"]) == (3, 2, 3)
+    assert files["skipped"][0][0] == "scan.pdf" and "no text layer" in files["skipped"][0][1]
+    assert report["index"]["indexed"] == 3
+    assert "garden.pdf: created, 3 pages · 1/3 files · " in done.stderr
+    with Store(db) as store:
+        pages = {r[0] for r in store.db.execute("SELECT page FROM chunks WHERE page IS NOT NULL")}
+        assert pages == {1, 2, 3}
+    text = subprocess.run([*cairn_cmd, "import", str(folder), "--db", str(db)], env=env, capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert text.returncode == 0, text.stderr
+    assert "3 PDF or text files in " in text.stdout and ": 0 created, 0 updated, 2 unchanged, 1 skipped" in text.stdout
+    assert "scan.pdf: scan.pdf has no text layer" in text.stdout
+
+
+def test_a_killed_import_resumes_without_duplicates_or_losses(cairn_cmd, cli_env, tmp_path):
+    env = _env(cli_env)
+    db = tmp_path / "cli.db"
+    folder = tmp_path / "many"
+    total = 40
+    body = [f"Page {p} of the report on topic number {{n}}. " * 40 for p in range(1, 31)]
+    for n in range(total):
+        _write(folder / f"report-{n:03}.pdf", make_pdf([b.format(n=n) for b in body], title=f"Report {n}"))
+    proc = subprocess.Popen([*cairn_cmd, "import", str(folder), "--db", str(db), "--no-index"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    reported = 0
+    try:
+        for line in proc.stderr:
+            if ": created, 30 pages · " in line:
+                reported += 1
+                if reported == 3:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    break
+    finally:
+        watchdog.cancel()
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert reported == 3
+    with Store(db) as store:
+        first = store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+    assert 3 <= first < total, first  # killed part-way (each file takes far longer than reading a line)
+    done = subprocess.run([*cairn_cmd, "import", str(folder), "--db", str(db), "--no-index", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)["files"]
+    assert files["unchanged"] == first and files["created"] == total - first and not files["skipped"]
+    with Store(db) as store:
+        rows = store.db.execute("SELECT title, source, json_extract(metadata, '$.capture.path') AS path,"
+                                " json_extract(metadata, '$.capture.pages') AS pages FROM nodes").fetchall()
+    assert len(rows) == total and len({r["path"] for r in rows}) == total  # no duplicates, no losses
+    for r in rows:  # every node whole: written in one transaction
+        n = int(r["title"].split()[-1])
+        assert r["pages"] == 30 and r["source"].count(f"topic number {n}.") == 30 * 40
