@@ -20,7 +20,7 @@ from core.graph.store import Store
 from core.agent.tools import SCHEMAS
 
 TOOLS = ["getContext", "queryNodes", "getNodesById", "searchContent", "queryEdges", "createNode", "updateNode",
-         "createEdge", "updateEdge", "sqliteQuery"]
+         "createEdge", "updateEdge", "sqliteQuery", "captureUrl"]  # captureUrl: tests/test_capture_web.py
 
 
 def _server_env() -> dict[str, str]:

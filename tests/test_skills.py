@@ -202,9 +202,11 @@ def test_orchestrators_carry_the_catalog_as_their_own_cached_block(store, search
 
 
 def test_tools_order_appends_activate_skill_for_orchestrators_only():
+    # Appended in the order they came (the tool list is part of the cached prefix): activateSkill, then
+    # captureUrl (tests/test_capture_web.py).
     for name in ("orchestrator", "easy"):
-        assert profiles.get(name).tools[-1] == "activateSkill"
-        assert profiles.get(name).tools[:-1] == profiles.READ_TOOLS + profiles.WRITE_TOOLS + ("delegate",)
+        assert profiles.get(name).tools[-2:] == ("activateSkill", "captureUrl")
+        assert profiles.get(name).tools[:-2] == profiles.READ_TOOLS + profiles.WRITE_TOOLS + ("delegate",)
     for name in ("worker", "planner"):
         assert "activateSkill" not in profiles.get(name).tools
 
@@ -271,7 +273,7 @@ def test_activate_skill_loads_the_text_once_and_records_it(store, searcher, anth
     assert result["content"].startswith("# Skill: weekly-review\n") and review.instructions in result["content"]
     assert chat.metadata["active_skills"] == ["weekly-review"]
     assert chat.metadata["skill_texts"]["weekly-review"]["text"] == result["content"]
-    assert "activateSkill" == anth.last.body["tools"][-1]["name"]
+    assert [t["name"] for t in anth.last.body["tools"]][-2:] == ["activateSkill", "captureUrl"]
     # a second activation: no second copy
     anth.script.add(tool_call("activateSkill", {"name": "weekly-review"}))
     anth.script.add(text("Still following it."))
@@ -449,7 +451,7 @@ def test_activate_skill_with_the_openai_provider(store, searcher, oai):
     send(chat, "Summarise this article")
     body = oai.last.body
     assert "## Skills (call activateSkill to load one)" in body["messages"][0]["content"]
-    assert body["tools"][-1]["function"]["name"] == "activateSkill"
+    assert [t["function"]["name"] for t in body["tools"]][-2:] == ["activateSkill", "captureUrl"]
     tool_message = [m for m in body["messages"] if m["role"] == "tool"][0]
     assert tool_message["content"] == skills.activation_text(skills.load().get("summarise-source"))
     assert chat.metadata["active_skills"] == ["summarise-source"]

@@ -6,12 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInput
+from tui.cli.capture import add_url
 from tui.cli.common import Out, Verbs, confirm, edit_in_editor, id_arg, open_store, text_arg
 
 
 def cmd_add(args, out: Out) -> int:
     from core.graph.store import title_from_text
 
+    if args.url:
+        return add_url(args, out)
     if args.text and args.text != "-" and Path(args.text).expanduser().is_file():  # a text naming a file is that file
         from tui.cli.capture_files import add_file
 
@@ -167,6 +170,8 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--dimension", "-d", action="append", metavar="D", help="a dimension (repeatable)")
     p.add_argument("--event-date", metavar="YYYY-MM-DD", help="the date the note is about")
     p.add_argument("--type", default="note", help="the node's type (default: note)")
+    p.add_argument("--url", metavar="URL", help="capture a web page: its main text, title, author and date")
+    p.add_argument("--again", action="store_true", help="with --url: capture even if a node already links to it")
 
     p = verbs.add("show", cmd_show, "show a node with its edges")
     p.add_argument("id", type=id_arg, help="the node's id")

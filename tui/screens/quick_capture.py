@@ -6,9 +6,17 @@ separated), link and event date. `ctrl+s` saves in a worker; an error (empty not
 byte, a locked database) shows inline and the modal stays open with everything typed. `escape`
 closes; when something was typed it asks for a second `escape` so a stray key loses nothing. While
 typing, a line names the notes the title and text mention (tui/widgets/mention_hint.py).
+
+Capture from the web: a link with no title and no text (or a title or text that is one http(s)
+address and nothing else) saves the page instead (core/capture/web.py): fetched in a worker, the
+hint line shows how far it got, a failure shows its sentence inline with everything kept, `escape`
+stops waiting (nothing is written after a stop), and an address captured before names its node.
 """
 
 from __future__ import annotations
+
+import re
+import threading
 
 from textual import on, work
 from textual.binding import Binding
@@ -21,6 +29,13 @@ from textual.widgets import Input, Static, TextArea
 from core.safe_text import printable
 from tui.messages import NodesChanged
 from tui.widgets.mention_hint import MentionHint
+
+HINT = "tab next field · ctrl+s save (a link alone saves its web page) · esc close"
+_LONE_URL = re.compile(r"\s*(https?://\S+)\s*", re.I)
+
+
+class _Stopped(Exception):
+    """The user closed the modal while the page was being fetched: the worker ends, writing nothing."""
 
 
 class QuickCapture(ModalScreen[int | None]):
@@ -44,11 +59,30 @@ class QuickCapture(ModalScreen[int | None]):
             super().__init__()
             self.error = error
 
+    class Fetching(Message):
+        """How far the page's capture got (the hint line shows it)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class CapturedBefore(Message):
+        """The address is some node's link already; nothing was written."""
+
+        def __init__(self, node_id: int, title: str, url: str) -> None:
+            super().__init__()
+            self.node_id, self.title, self.url = node_id, title, url
+
     def __init__(self, services):
         super().__init__()
         self.services = services
         self._saving = False
         self._confirm_close = False
+        # A web capture: the worker asks under this lock before it writes; a stop after that waits.
+        self._fetch_lock = threading.Lock()
+        self._fetch_stopped = False
+        self._fetch_writing = False
+        self._fetching = False
 
     def compose(self):
         with Vertical(id="capture") as box:
@@ -62,7 +96,7 @@ class QuickCapture(ModalScreen[int | None]):
                 yield Input(placeholder="date YYYY-MM-DD", id="capture-date")
             yield Static("", id="capture-error", classes="-empty")
             yield MentionHint(self.services, None)
-            yield Static(Content("tab next field · ctrl+s save · esc close"), id="capture-hint")
+            yield Static(Content(HINT), id="capture-hint")
 
     def on_mount(self) -> None:
         self.query_one("#capture-title", Input).focus()
@@ -80,6 +114,19 @@ class QuickCapture(ModalScreen[int | None]):
             "event_date": self.query_one("#capture-date", Input).value.strip() or None,
         }
 
+    def web_address(self, values: dict) -> str | None:
+        """The page to capture: the link when there is no title and no text, or a title or text that
+        is one http(s) address alone; None when this is a note to save as typed."""
+        title, source, link = values["title"], values["source"].strip(), values["link"]
+        if link and not title and not source:
+            return link
+        if not link:
+            for one, other in ((title, source), (source, title)):
+                m = _LONE_URL.fullmatch(one)
+                if m and not other:
+                    return m.group(1)
+        return None
+
     def _has_text(self) -> bool:
         v = self.values()
         return bool(v["title"] or v["source"].strip() or v["dimensions"] or v["link"] or v["event_date"])
@@ -94,8 +141,12 @@ class QuickCapture(ModalScreen[int | None]):
         if self._saving:
             return
         values = self.values()
+        url = self.web_address(values)
+        if url is not None:
+            self._start_fetch(url, values)
+            return
         if not values["title"] and not values["source"].strip():
-            self.show_error("Nothing to save: type a title or some text.")
+            self.show_error("Nothing to save: type a title or some text, or a link alone to save its web page.")
             self.query_one("#capture-title", Input).focus()
             return
         if not values["title"]:
@@ -122,6 +173,58 @@ class QuickCapture(ModalScreen[int | None]):
             return
         self.post_message(self.Saved(node["id"]))
 
+    # -- capture from the web --------------------------------------------------------------------
+    def _start_fetch(self, url: str, values: dict) -> None:
+        self._saving = self._fetching = True
+        self._fetch_stopped = self._fetch_writing = False
+        self.show_error("")
+        self.query_one("#capture-hint", Static).update(Content(f"fetching {url} … · esc stops"))
+        self._fetch(url, values)
+
+    def _fetch_progress(self, text: str) -> None:
+        """Called by core.capture.web from the worker thread, last with web.SAVING just before it writes."""
+        from core.capture import web
+
+        with self._fetch_lock:
+            if self._fetch_stopped:
+                raise _Stopped()
+            if text == web.SAVING:
+                self._fetch_writing = True
+        self.post_message(self.Fetching(text))
+
+    @work(thread=True, exclusive=True, group="capture", exit_on_error=False)
+    def _fetch(self, url: str, values: dict) -> None:
+        from core.capture import web
+        from core.errors import CairnError
+
+        try:
+            with self.services.store() as store:
+                result = web.capture(store, url, dimensions=values["dimensions"], event_date=values["event_date"],
+                                     progress=self._fetch_progress)
+        except _Stopped:  # the user pressed escape: the modal is gone and nothing was written
+            return
+        except Exception as exc:  # a fetch failure (offline, 404, not HTML ...) or a database problem: say so
+            self.post_message(self.SaveFailed(str(exc) if isinstance(exc, CairnError) else f"{type(exc).__name__}: {exc}"))
+            return
+        if result.existing:
+            self.post_message(self.CapturedBefore(result.node["id"], result.node["title"], url))
+        else:
+            self.post_message(self.Saved(result.node["id"]))
+
+    @on(Fetching)
+    def _fetch_progressed(self, message: Fetching) -> None:
+        message.stop()
+        if self._fetching:
+            self.query_one("#capture-hint", Static).update(Content(f"{printable(message.text)} · esc stops"))
+
+    @on(CapturedBefore)
+    def _captured_before(self, message: CapturedBefore) -> None:
+        message.stop()
+        self._saving = self._fetching = False
+        self.app.notify(f"{printable(message.url)} was captured before as node {message.node_id} "
+                        f"({printable(message.title)}); nothing new was saved.", timeout=6)
+        self.dismiss(None)
+
     @on(Saved)
     def _saved(self, message: Saved) -> None:
         message.stop()
@@ -132,11 +235,19 @@ class QuickCapture(ModalScreen[int | None]):
     @on(SaveFailed)
     def _save_failed(self, message: SaveFailed) -> None:
         message.stop()
-        self._saving = False
-        self.query_one("#capture-hint", Static).update(Content("tab next field · ctrl+s save · esc close"))
+        self._saving = self._fetching = False
+        self.query_one("#capture-hint", Static).update(Content(HINT))
         self.show_error(message.error)
 
     def action_close(self) -> None:
+        if self._fetching:
+            with self._fetch_lock:
+                writing = self._fetch_writing
+                self._fetch_stopped = not writing
+            if not writing:  # the worker stops at its next step and writes nothing
+                self.app.notify("Stopped fetching the page; nothing was saved.", timeout=3)
+                self.dismiss(None)
+                return
         if self._saving:  # the note is being written: closing now would call a saved note discarded
             self.show_error("Saving… the window closes when the note is saved.")
             return

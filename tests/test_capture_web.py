@@ -1,0 +1,529 @@
+"""Capture from the web (core/capture/web.py): real pages from tests/web_pages/ served by a threaded
+http.server on 127.0.0.1, a real SQLite file, the real `cairn` binary, the real tool runner, the MCP
+server over stdio and the app's quick capture through Pilot. Nothing here reaches the internet."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from chat_support import anth, anthropic_provider, new_chat, searcher, send, _no_proxies  # noqa: F401  (fixtures)
+from core.agent import profiles
+from core.agent.tools import ToolContext, ToolError, ToolRunner
+from core.capture import web
+from core.capture.web import CaptureError
+from core.graph.store import Store
+from fakes import text, tool_call
+
+PAGES = Path(__file__).parent / "web_pages"
+GOLD = json.loads((PAGES / "gold.json").read_text(encoding="utf-8"))
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n" + bytes(range(256)) * 8 + b"\n%%EOF\n"
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(200))
+
+# path -> (status, headers, body); the handler below adds the special routes.
+ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
+    "/2024/03/starter-smell": (200, {"Content-Type": "text/html; charset=utf-8"}, (PAGES / "article.html").read_bytes()),
+    "/de/strassenbahn": (200, {"Content-Type": "text/html; charset=utf-8"}, (PAGES / "german.html").read_bytes()),
+    "/ja/machiya": (200, {"Content-Type": "text/html"}, (PAGES / "japanese.html").read_bytes()),  # <meta charset> only
+    "/fr/citron": (200, {"Content-Type": "text/html; charset=ISO-8859-1"}, (PAGES / "latin1.html").read_bytes()),
+    "/docs/backup": (200, {"Content-Type": "application/xhtml+xml; charset=utf-8"}, (PAGES / "docs.html").read_bytes()),
+    "/app": (200, {"Content-Type": "text/html; charset=utf-8"}, (PAGES / "nav_only.html").read_bytes()),
+    "/blank": (200, {"Content-Type": "text/html"}, b""),
+    "/report.pdf": (200, {"Content-Type": "application/pdf"}, PDF),
+    "/photo.png": (200, {"Content-Type": "image/png"}, PNG),
+    "/untyped": (200, {}, (PAGES / "article.html").read_bytes()),
+    "/broken-bytes": (200, {"Content-Type": "text/html; charset=utf-8"},
+                      (PAGES / "article.html").read_bytes().replace(b"Every baker", b"Every \xff\xfe baker")),
+    "/gone": (404, {"Content-Type": "text/html"}, b"<html><body><h1>Not found</h1><nav>Home</nav></body></html>"),
+    "/down": (503, {"Content-Type": "text/html"}, b"<html><body>Maintenance</body></html>"),
+    "/old-home": (301, {"Location": "/r2"}, b""),
+    "/r2": (302, {"Location": "/r3#top"}, b""),
+    "/r3": (307, {"Location": "/2024/03/starter-smell"}, b""),
+    "/to-ftp": (302, {"Location": "ftp://127.0.0.1/file.txt"}, b""),
+    "/nowhere": (302, {}, b""),
+}
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    seen: list[dict] = []  # the requests, for asserting what Cairn sent
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        Handler.seen.append({"path": self.path, "user_agent": self.headers.get("User-Agent")})
+        path = self.path
+        if path.startswith("/loop/"):  # /loop/N redirects to /loop/N+1 for ever
+            self._send(302, {"Location": f"/loop/{int(path.rsplit('/', 1)[1]) + 1}"}, b"")
+        elif path == "/huge":  # an endless HTML stream with no Content-Length
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                self.wfile.write(b"<html><body>")
+                for _ in range(2_000):
+                    self.wfile.write(b"<p>" + b"filler text " * 5_000 + b"</p>")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # Cairn stopped reading at its cap, as it should
+        elif path == "/huge-declared":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(50_000_000))
+            self.end_headers()
+        elif path == "/slow":
+            time.sleep(3)
+            self._send(200, {"Content-Type": "text/html"}, (PAGES / "article.html").read_bytes())
+        elif path == "/gzipped":
+            self._send(200, {"Content-Type": "text/html; charset=utf-8", "Content-Encoding": "gzip"},
+                       gzip.compress((PAGES / "docs.html").read_bytes()))
+        elif path in ROUTES:
+            self._send(*ROUTES[path])
+        else:
+            self._send(404, {"Content-Type": "text/plain"}, b"no such page")
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # the /slow handler may still sleep when a test ends
+
+
+@pytest.fixture(scope="module")
+def site():
+    server = Server(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+def gold(page: str) -> dict:
+    return GOLD[page]
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def count(db_path) -> int:
+    with Store(db_path, readonly=True) as s:
+        return s.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+
+
+def refused_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- fetch and extract ------------------------------------------------------------------------------
+def test_an_article_keeps_its_text_and_metadata_and_drops_nav_ads_and_comments(site, store):
+    result = web.capture(store, site + "/2024/03/starter-smell")
+    node = result.node
+    spec = gold("article.html")
+    body = norm(node["source"])
+    assert all(norm(s) in body for s in spec["article"])
+    leaked = [s for s in spec["boilerplate"] if norm(s) in body]
+    assert leaked == []
+    assert "## What the microbes are telling you" in node["source"]  # headings kept as markdown
+    assert node["title"] == "Why Sourdough Starters Smell Like Nail Polish"
+    assert node["link"] == site + "/2024/03/starter-smell"
+    assert node["event_date"] == "2024-03-14"
+    assert node["description"].startswith("A hungry starter makes acetone-like esters")
+    assert node["chunk_status"] == "pending"  # indexed later, like every new node
+    meta = json.loads(store.db.execute("SELECT metadata FROM nodes WHERE id = ?", (node["id"],)).fetchone()[0])
+    cap = meta["capture"]
+    assert cap["url"] == cap["final_url"] == node["link"]
+    assert (cap["author"], cap["site"], cap["date"]) == ("Mara Lindqvist", "The Crumb Journal", "2024-03-14")
+    assert cap["extractor"].startswith("trafilatura 2.")
+    assert cap["fetched_at"].endswith("Z")
+    assert Handler.seen[-1]["user_agent"].startswith("Cairn/")
+
+
+@pytest.mark.parametrize("path, page", [("/de/strassenbahn", "german.html"), ("/ja/machiya", "japanese.html"),
+                                        ("/fr/citron", "latin1.html"), ("/docs/backup", "docs.html"),
+                                        ("/gzipped", "docs.html")])
+def test_pages_in_other_languages_and_charsets_come_out_as_written(site, path, page):
+    found = web.extract(web.fetch(site + path))
+    spec = gold(page)
+    assert all(norm(s) in norm(found.text) for s in spec["article"])
+    assert [s for s in spec["boilerplate"] if norm(s) in norm(found.text)] == []
+    assert found.title == spec["meta"]["title"]
+    assert found.date == spec["meta"]["date"]
+    assert found.site == spec["meta"]["site"]
+    assert "\ufffd" not in found.text
+
+
+def test_a_page_labelled_latin1_is_read_as_windows_1252_like_browsers(site):
+    page = web.fetch(site + "/fr/citron")
+    assert page.charset == "cp1252"
+    found = web.extract(page)
+    assert found.author == "Hélène Dubœuf"  # œ is 0x9c: in windows-1252, not in ISO-8859-1
+    assert "pressés cette année" in found.text
+
+
+def test_bytes_invalid_in_the_charset_are_replaced_not_fatal(site):
+    found = web.extract(web.fetch(site + "/broken-bytes"))
+    assert "Every \ufffd\ufffd baker" in found.text
+
+
+def test_a_page_with_no_content_type_is_taken_when_it_looks_like_html(site):
+    assert web.fetch(site + "/untyped").content_type == "text/html"
+
+
+def test_a_redirect_chain_ends_at_the_article_and_the_node_links_there(site, store):
+    result = web.capture(store, site + "/old-home")
+    assert result.page.redirects == (site + "/r2", site + "/r3", site + "/2024/03/starter-smell")
+    assert result.node["link"] == site + "/2024/03/starter-smell"
+    assert result.capture["url"] == site + "/old-home"
+
+
+def test_too_many_redirects_say_where_they_ended(site, store):
+    with pytest.raises(CaptureError) as err:
+        web.capture(store, site + "/loop/0")
+    assert err.value.kind == "redirects"
+    assert str(err.value) == (f"{site}/loop/0 redirects more than 5 times (the last hop led to {site}/loop/6); "
+                              "stopped there.")
+    assert store.counts()["nodes"] == 0
+
+
+def test_a_redirect_off_the_web_or_to_nowhere_is_refused(site):
+    with pytest.raises(CaptureError, match=r"redirects to 'ftp://127\.0\.0\.1/file\.txt', which cannot be captured: "
+                                           r"Only http:// and https:// pages can be captured"):
+        web.fetch(site + "/to-ftp")
+    with pytest.raises(CaptureError, match=r"/nowhere redirects \(HTTP 302\) without saying where to\."):
+        web.fetch(site + "/nowhere")
+
+
+@pytest.mark.parametrize("path, kind, sentence", [
+    ("/gone", "status", "There is no page at {site}/gone (HTTP 404 Not Found)."),
+    ("/down", "status", "The server at 127.0.0.1:{port} failed (HTTP 503 Service Unavailable); try again later."),
+    ("/report.pdf", "not_html", "{site}/report.pdf is not a web page (application/pdf); to capture a PDF, save it "
+                                "and use cairn add FILE."),
+    ("/photo.png", "not_html", "{site}/photo.png is not a web page (image/png); Cairn captures web pages (HTML) only."),
+    ("/app", "empty", "Found no article text on {site}/app: the page may be built by JavaScript, or hold only "
+                      "navigation. Nothing was saved."),
+    ("/blank", "empty", "Found no article text on {site}/blank: the page may be built by JavaScript, or hold only "
+                        "navigation. Nothing was saved."),
+    ("/huge-declared", "too_large", "The page at {site}/huge-declared is larger than the 10 MB limit (it says 50.0 MB); "
+                                    "nothing was saved."),
+])
+def test_each_failure_has_its_own_sentence_and_writes_nothing(site, store, path, kind, sentence):
+    with pytest.raises(CaptureError) as err:
+        web.capture(store, site + path)
+    assert err.value.kind == kind
+    assert str(err.value) == sentence.format(site=site, port=site.rsplit(":", 1)[1])
+    assert store.counts()["nodes"] == 0
+
+
+def test_a_body_streaming_past_the_cap_is_cut_off(site, store):
+    with pytest.raises(CaptureError) as err:
+        web.capture(store, site + "/huge", max_bytes=1_000_000)
+    assert err.value.kind == "too_large"
+    assert str(err.value) == f"The page at {site}/huge is larger than the 1 MB limit; nothing was saved."
+    assert store.counts()["nodes"] == 0
+
+
+def test_a_server_slower_than_the_timeout(site, store):
+    with pytest.raises(CaptureError) as err:
+        web.capture(store, site + "/slow", timeout=0.3)
+    assert err.value.kind == "timeout"
+    assert str(err.value) == f"127.0.0.1:{site.rsplit(':', 1)[1]} did not answer within 0.3 s; try again later."
+    assert store.counts()["nodes"] == 0
+
+
+def test_a_refused_connection(store):
+    port = refused_port()
+    with pytest.raises(CaptureError) as err:
+        web.capture(store, f"http://127.0.0.1:{port}/page")
+    assert err.value.kind == "refused"
+    assert str(err.value) == f"127.0.0.1:{port} refused the connection: no web server answers at that address."
+
+
+def test_offline_and_dns_failures_are_told_apart():
+    """A failed name lookup (the usual sign of being offline) as urllib reports it; looking a name up
+    for real would ask a DNS server, which a test must not."""
+    from urllib.error import URLError
+
+    err = web._network_error(URLError(socket.gaierror(-3, "Temporary failure in name resolution")),
+                             "https://news.example.org/a", 10)
+    assert (err.kind, str(err)) == ("offline", "Could not look up news.example.org: you may be offline, or the "
+                                               "name is misspelt.")
+    err = web._network_error(URLError(OSError(101, "Network is unreachable")), "https://news.example.org/a", 10)
+    assert (err.kind, str(err)) == ("offline", "Cannot reach news.example.org: the network is unreachable "
+                                               "(are you offline?).")
+
+
+@pytest.mark.parametrize("url, sentence", [
+    ("", "No address given: pass the page's URL, such as https://example.com/article."),
+    ("ftp://example.com/x", "Only http:// and https:// pages can be captured; 'ftp://example.com/x' is ftp:."),
+    ("file:///etc/passwd", "Only http:// and https:// pages can be captured; 'file:///etc/passwd' is file:."),
+    ("https://user:pw@example.com/", "An address with a user name or password in it is not captured; remove the "
+                                     "part before @."),
+    ("http://", "'http://' names no host; a web address looks like https://example.com/page."),
+])
+def test_addresses_that_cannot_be_captured(url, sentence):
+    with pytest.raises(CaptureError) as err:
+        web.normalise_url(url)
+    assert (err.value.kind, str(err.value)) == ("bad_url", sentence)
+
+
+def test_addresses_are_normalised():
+    assert web.normalise_url(" example.com/a b ") == "https://example.com/a%20b"
+    assert web.normalise_url("http://bücher.example/x#part") == "http://xn--bcher-kva.example/x"
+    assert web.normalise_url("HTTP://127.0.0.1:8080") == "http://127.0.0.1:8080/"
+
+
+def test_real_dates_only():
+    assert web.real_date("2024-02-29") == "2024-02-29"
+    assert web.real_date("2023-02-29") is None
+    assert web.real_date("2024-03") is None
+    assert web.real_date("2999-01-01") is None  # a date in the future is a guess gone wrong
+
+
+# -- duplicates -------------------------------------------------------------------------------------
+def test_an_address_captured_before_names_its_node_instead_of_a_duplicate(site, store):
+    first = web.capture(store, site + "/2024/03/starter-smell")
+    fetches = len(Handler.seen)
+    again = web.capture(store, site + "/2024/03/starter-smell")
+    assert again.existing and again.node["id"] == first.node["id"]
+    assert len(Handler.seen) == fetches  # known as asked: not even fetched
+    via_redirect = web.capture(store, site + "/old-home")  # ends at the same final URL
+    assert via_redirect.existing and via_redirect.node["id"] == first.node["id"]
+    forced = web.capture(store, site + "/2024/03/starter-smell", again=True)
+    assert not forced.existing and forced.node["id"] != first.node["id"]
+    assert store.counts()["nodes"] == 2
+
+
+# -- the command line -------------------------------------------------------------------------------
+def _cli_env(cli_env: dict) -> dict:
+    env = dict(cli_env)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env.pop(var, None)
+    return env
+
+
+def test_cairn_add_url_end_to_end(site, cairn_cmd, cli_env, tmp_path):
+    db = tmp_path / "cli.db"
+    env = _cli_env(cli_env)
+
+    def run(*args):
+        return subprocess.run([*cairn_cmd, "--db", str(db), *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    done = run("add", "--url", site + "/de/strassenbahn", "-d", "verkehr")
+    assert done.returncode == 0, done.stderr
+    node_id = int(done.stdout.strip())
+    assert "Captured 'Warum die Straßenbahn in Freiburg nachts leiser fährt'" in done.stderr
+    assert "Jürgen Weiß · Stadtblatt Freiburg · 2023-11-02" in done.stderr
+    shown = json.loads(run("show", str(node_id), "--json").stdout)
+    assert shown["link"] == site + "/de/strassenbahn" and shown["dimensions"] == ["verkehr"]
+    assert "Zusätzlich gilt zwischen Mitternacht" in shown["source"]
+    assert shown["event_date"] == "2023-11-02"
+
+    twice = run("add", "--url", site + "/de/strassenbahn")
+    assert twice.returncode == 0 and twice.stdout.strip() == str(node_id)
+    assert f"was captured before as node {node_id}" in twice.stderr and "--again" in twice.stderr
+
+    as_json = json.loads(run("add", "--url", site + "/de/strassenbahn", "--again", "--json").stdout)
+    assert as_json["already_captured"] is False and as_json["id"] != node_id
+
+    failed = run("add", "--url", site + "/report.pdf")
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert failed.stderr == (f"cairn: {site}/report.pdf is not a web page (application/pdf); to capture a PDF, "
+                             "save it and use cairn add FILE.\n")
+    both = run("add", "some text", "--url", site + "/de/strassenbahn")
+    assert both.returncode == 1 and "leave out TEXT" in both.stderr
+    assert count(db) == 2
+
+
+# -- the chat's tool and the MCP tool -------------------------------------------------------------------
+def test_capture_url_is_appended_to_the_writing_agents_tools():
+    assert profiles.ALL_TOOLS[-1] == "captureUrl"
+    for name in ("orchestrator", "easy", "worker"):
+        assert "captureUrl" in profiles.get(name).tools
+    assert "captureUrl" not in profiles.get("planner").tools
+
+
+def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site, store):
+    def never(action, detail):
+        raise AssertionError("captureUrl asked for confirmation")
+
+    ctx = ToolContext(store, searcher=None, confirm=never)
+    runner = ToolRunner(ctx, profiles.ALL_TOOLS)
+    out = runner.run("captureUrl", {"url": site + "/ja/machiya", "dimensions": ["京都"]})
+    node = store.get_node(out["created"]["id"])
+    assert node["title"] == "京都の町家が宿泊施設として再生される理由" and node["dimensions"] == ["京都"]
+    assert out["capture"]["final_url"] == site + "/ja/machiya" and ctx.created == [node["id"]]
+    via = store.db.execute("SELECT json_extract(metadata, '$.created_via') FROM nodes WHERE id = ?", (node["id"],))
+    assert via.fetchone()[0] == "model"
+    again = runner.run("captureUrl", {"url": site + "/ja/machiya"})
+    assert again["already_captured"]["id"] == node["id"] and "captured before" in again["note"]
+    with pytest.raises(ToolError, match=r"^There is no page at .*/gone \(HTTP 404 Not Found\)\.$"):
+        runner.run("captureUrl", {"url": site + "/gone"})
+    assert store.counts()["nodes"] == 1
+
+
+def test_the_model_captures_a_page_in_a_chat(site, store, searcher, anth):
+    chat = new_chat(store, anthropic_provider(anth), searcher)
+    anth.script.add(text("Saving the page."), tool_call("captureUrl", {"url": site + "/docs/backup"}))
+    anth.script.add(text("Saved."))
+    send(chat, f"Keep this article: {site}/docs/backup")
+    reply = chat.last_reply
+    assert reply.status == "complete" and len(reply.created_nodes) == 1
+    node = store.get_node(reply.created_nodes[0])
+    assert node["title"] == "Backing up a SQLite database while it is in use" and node["link"] == site + "/docs/backup"
+    assert anth.requests[0].body["tools"][-1]["name"] == "captureUrl"
+
+
+@asynccontextmanager
+async def mcp_session(cairn_cmd, db: Path, errlog: Path):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=cairn_cmd[0], args=[*cairn_cmd[1:], "mcp", "--db", str(db)],
+                                   env={"CAIRN_HOME": os.environ["CAIRN_HOME"], "HOME": os.environ["HOME"]})
+    with open(errlog, "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                yield session
+
+
+async def test_the_mcp_server_captures_a_page(site, cairn_cmd, tmp_path):
+    db = tmp_path / "mcp.db"
+    Store(db).close()
+    async with mcp_session(cairn_cmd, db, tmp_path / "err.log") as session:
+        tool = {t.name: t for t in (await session.list_tools()).tools}["captureUrl"]
+        assert tool.input_schema["properties"]["url"]["maxLength"] == 4000
+        assert tool.annotations.open_world_hint is True and tool.annotations.destructive_hint is False
+        result = await session.call_tool("captureUrl", {"url": site + "/fr/citron"})
+        assert not result.is_error, result.content[0].text
+        created = json.loads(result.content[0].text)["created"]
+        assert created["title"] == "La fête du citron à Menton attire un public record"
+        bad = await session.call_tool("captureUrl", {"url": site + "/photo.png"})
+        assert bad.is_error and bad.content[0].text.endswith("is not a web page (image/png); Cairn captures web "
+                                                             "pages (HTML) only.")
+        unknown = await session.call_tool("captureUrl", {"url": site + "/fr/citron", "colour": "red"})
+        assert unknown.is_error and "does not take colour" in unknown.content[0].text
+    with Store(db, readonly=True) as check:
+        node = check.get_node(created["id"])
+        assert node["link"] == site + "/fr/citron"
+        via = check.db.execute("SELECT json_extract(metadata, '$.created_via') FROM nodes").fetchone()[0]
+        assert via == "mcp"
+    assert count(db) == 1
+
+
+# -- quick capture in the app -----------------------------------------------------------------------
+async def _wait(pilot, condition, what: str) -> None:
+    from tui_support import wait_for
+
+    await wait_for(pilot, condition, what=what)
+
+
+async def test_quick_capture_saves_a_web_page_typed_as_the_whole_capture(site, store, db_path, monkeypatch):
+    from tui.app import CairnApp
+    from tui.screens.quick_capture import QuickCapture
+
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: None)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+n")
+        await _wait(pilot, lambda: isinstance(app.screen, QuickCapture), "the quick capture modal")
+        modal = app.screen
+        # a 404: its sentence inline, the modal stays with the address typed
+        modal.query_one("#capture-link").value = site + "/gone"
+        await pilot.press("ctrl+s")
+        await _wait(pilot, lambda: "There is no page at" in str(modal.query_one("#capture-error").render()),
+                    "the 404 sentence")
+        assert app.screen is modal and modal.values()["link"] == site + "/gone"
+        # the address alone in the title field: the page is fetched and saved
+        modal.query_one("#capture-link").value = ""
+        modal.query_one("#capture-title").value = site + "/2024/03/starter-smell"
+        modal.query_one("#capture-dimensions").value = "baking"
+        await pilot.press("ctrl+s")
+        await _wait(pilot, lambda: not isinstance(app.screen, QuickCapture), "the modal to close")
+    with Store(db_path, readonly=True) as check:
+        node = check.recent(1)[0]
+    assert node["title"] == "Why Sourdough Starters Smell Like Nail Polish"
+    assert node["link"] == site + "/2024/03/starter-smell" and node["dimensions"] == ["baking"]
+    assert "Ethyl acetate is the most common of them" in check_source(db_path, node["id"])
+
+
+def check_source(db_path, node_id: int) -> str:
+    with Store(db_path, readonly=True) as s:
+        return s.get_node(node_id)["source"]
+
+
+async def test_quick_capture_shows_progress_and_escape_stops_without_saving(site, store, db_path, monkeypatch):
+    from tui.app import CairnApp
+    from tui.screens.quick_capture import QuickCapture
+
+    ended, outcome, real_capture = threading.Event(), [], web.capture
+
+    def watched_capture(*args, **kwargs):  # the real capture, telling the test how it ended
+        try:
+            return real_capture(*args, **kwargs)
+        except BaseException as exc:
+            outcome.append(type(exc).__name__)
+            raise
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(web, "capture", watched_capture)
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: None)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+n")
+        await _wait(pilot, lambda: isinstance(app.screen, QuickCapture), "the quick capture modal")
+        modal = app.screen
+        modal.query_one("#capture-link").value = site + "/slow"  # answers after 3 s
+        await pilot.press("ctrl+s")
+        await _wait(pilot, lambda: "esc stops" in str(modal.query_one("#capture-hint").render()), "the progress line")
+        assert "127.0.0.1" in str(modal.query_one("#capture-hint").render())  # fetching / connecting to the host
+        await pilot.press("escape")  # one escape: the fetch stops, nothing is written
+        await _wait(pilot, lambda: not isinstance(app.screen, QuickCapture), "the modal to close")
+        # The worker's thread cannot be interrupted mid-request: the page arrives, and is dropped.
+        await _wait(pilot, lambda: ended.is_set(), "the stopped capture to end")
+    assert outcome == ["_Stopped"]
+    assert count(db_path) == 0
+
+
+async def test_quick_capture_names_the_node_a_page_was_captured_as(site, store, db_path, monkeypatch):
+    from tui.app import CairnApp
+    from tui.screens.quick_capture import QuickCapture
+
+    first = web.capture(store, site + "/de/strassenbahn").node
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: None)
+    notes: list[str] = []
+    app = CairnApp(db_path, first_run_prompt=False)
+    monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(message))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+n")
+        await _wait(pilot, lambda: isinstance(app.screen, QuickCapture), "the quick capture modal")
+        app.screen.query_one("#capture-body").text = site + "/de/strassenbahn\n"
+        await pilot.press("ctrl+s")
+        await _wait(pilot, lambda: not isinstance(app.screen, QuickCapture), "the modal to close")
+    assert any(f"was captured before as node {first['id']}" in n for n in notes), notes
+    assert count(db_path) == 1
