@@ -382,6 +382,8 @@ def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site
     assert again["already_captured"]["id"] == node["id"] and "captured before" in again["note"]
     with pytest.raises(ToolError, match=r"^There is no page at .*/gone \(HTTP 404 Not Found\)\.$"):
         runner.run("captureUrl", {"url": site + "/gone"})
+    with pytest.raises(ToolError, match=r"^dimensions must be a list of dimension names \(strings\)\.$"):
+        runner.run("captureUrl", {"url": site + "/de/strassenbahn", "dimensions": "travel"})
     assert store.counts()["nodes"] == 1
 
 

@@ -275,6 +275,8 @@ class ToolRunner:
             raise ToolError("Capturing web pages is not available in this process.")
         if not isinstance(url, str):
             raise ToolError("url must be a web address (a string).")
+        if dimensions is not None and (not isinstance(dimensions, list) or not all(isinstance(d, str) for d in dimensions)):
+            raise ToolError("dimensions must be a list of dimension names (strings).")
         result = _page_capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin)
         node = result.node
         if result.existing:

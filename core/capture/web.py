@@ -319,6 +319,12 @@ def _read(response, asked: str, final: str, chain: tuple[str, ...], timeout: flo
                 raise _too_large(final, max_bytes, None)
             pieces.append(piece)
             say(f"reading {final}: {size / 1_000_000:.1f} MB" if size >= 1_000_000 else f"reading {final}: {size // 1000} kB")
+        if inflate is not None:
+            rest = inflate.flush()
+            size += len(rest)
+            if size > max_bytes:
+                raise _too_large(final, max_bytes, None)
+            pieces.append(rest)
     except (TimeoutError, OSError, http.client.HTTPException, zlib.error) as exc:
         if isinstance(exc, zlib.error):
             raise CaptureError("network", f"{final} sent a damaged compressed page ({exc}).") from None
