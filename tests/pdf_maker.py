@@ -12,21 +12,31 @@ def _escape(text: str) -> bytes:
     return raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
 
 
-def _text_stream(text: str) -> bytes:
-    """One `Tj` per line, 14 points apart, from the top left of a Letter page."""
-    ops = [b"BT", b"/F1 12 Tf", b"14 TL", b"72 720 Td"]
-    for i, line in enumerate(text.splitlines()):
-        if i:
-            ops.append(b"T*")
-        ops.append(b"(" + _escape(line) + b") Tj")
-    ops.append(b"ET")
+def _text_stream(text: str, layout: str = "plain") -> bytes:
+    """One `Tj` per line, 14 points apart, from the top left of a Letter page. layout "kerned": each
+    line a `TJ` array whose words are spaced by positioning, not by space characters (as typesetters
+    write them); "columns": the first half of the lines in a left column, the rest in a right one."""
+    lines = text.splitlines()
+    columns = [lines[: (len(lines) + 1) // 2], lines[(len(lines) + 1) // 2:]] if layout == "columns" else [lines]
+    ops = []
+    for c, column in enumerate(columns):
+        ops += [b"BT", b"/F1 %d Tf" % (9 if layout == "columns" else 12), b"14 TL", b"%d 720 Td" % (72 + 260 * c)]
+        for i, line in enumerate(column):
+            if i:
+                ops.append(b"T*")
+            if layout == "kerned":
+                ops.append(b"[" + b" -280 ".join(b"(" + _escape(w) + b")" for w in line.split(" ")) + b"] TJ")
+            else:
+                ops.append(b"(" + _escape(line) + b") Tj")
+        ops.append(b"ET")
     return b"\n".join(ops)
 
 
 IMAGE = None  # a page given as IMAGE holds a grey image and no text (a scanned page)
 
 
-def make_pdf(pages: list[str | None], title: str | None = None, author: str | None = None) -> bytes:
+def make_pdf(pages: list[str | None], title: str | None = None, author: str | None = None,
+             layout: str = "plain") -> bytes:
     """A PDF whose page i shows the lines of pages[i]; a None page is an image without any text."""
     objects: list[bytes] = []  # object n is objects[n - 1]
 
@@ -45,7 +55,7 @@ def make_pdf(pages: list[str | None], title: str | None = None, author: str | No
         if text is None:
             content = b"q 400 0 0 400 100 300 cm /Im1 Do Q"
         else:
-            content = _text_stream(text)
+            content = _text_stream(text, layout)
         stream = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
         kids.append(add(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Contents %d 0 R"
                         b" /Resources << /Font << /F1 %d 0 R >> /XObject << /Im1 %d 0 R >> >> >>"
