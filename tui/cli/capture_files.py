@@ -9,6 +9,7 @@ kill skips the files already captured (core.capture.files keeps each file's path
 
 from __future__ import annotations
 
+import errno
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,20 @@ from typing import Callable
 from tui.cli.common import LazyProgress, Out, open_store, plural
 
 LIST_CAP = 20
+
+
+def names_a_file(text: str) -> bool:
+    """Whether a `cairn add` text is the path of an existing file. A note's text (several lines, or
+    longer than any path can be, or holding a NUL) is not a path: asking the file system about it
+    would fail with "File name too long"."""
+    if "\n" in text or "\x00" in text or len(text.encode("utf-8", "surrogatepass")) > 4096:
+        return False
+    try:
+        return Path(text).expanduser().is_file()
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG for one path part, an unencodable name
+        if isinstance(exc, OSError) and exc.errno not in (errno.ENAMETOOLONG, errno.EACCES, errno.EINVAL):
+            raise
+        return False
 
 
 def add_file(args, out: Out) -> int:

@@ -15,9 +15,9 @@ def cmd_add(args, out: Out) -> int:
 
     if args.url:
         return add_url(args, out)
-    if args.text and args.text != "-" and Path(args.text).expanduser().is_file():  # a text naming a file is that file
-        from tui.cli.capture_files import add_file
+    from tui.cli.capture_files import add_file, names_a_file
 
+    if args.text and args.text != "-" and names_a_file(args.text):  # a text naming an existing file is that file
         return add_file(args, out)
     text = text_arg(args.text) or ""
     if not text.strip() and not args.title:
