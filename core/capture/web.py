@@ -61,6 +61,8 @@ class CaptureError(CairnError):
 
 @dataclass(frozen=True)
 class Page:
+    """A fetched page, decoded."""
+
     url: str  # as asked (normalised)
     final_url: str  # after redirects
     redirects: tuple[str, ...]  # every address a redirect led to, in order
@@ -72,6 +74,8 @@ class Page:
 
 @dataclass(frozen=True)
 class Extracted:
+    """A page's main text and metadata."""
+
     title: str
     text: str  # markdown: headings, paragraphs, lists
     description: str
@@ -82,6 +86,8 @@ class Extracted:
 
 @dataclass
 class Captured:
+    """What capture() did: the node it wrote, or the one that already links to the address."""
+
     node: dict[str, Any]
     existing: bool = False  # the address was captured before: `node` is that node, nothing was written
     page: Page | None = None
