@@ -269,6 +269,9 @@ def test_cairn_import_folder_with_pdfs_text_and_markdown(cairn_cmd, cli_env, tmp
     assert text.returncode == 0, text.stderr
     assert "3 PDF or text files in " in text.stdout and ": 0 created, 0 updated, 2 unchanged, 1 skipped" in text.stdout
     assert "scan.pdf: scan.pdf has no text layer" in text.stdout
+    one = subprocess.run([*cairn_cmd, "import", str(folder / "garden.pdf"), "--db", str(db)], env=env,
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert one.returncode == 1 and "to capture one file (.pdf, .txt, .md), use `cairn add FILE`." in one.stderr
 
 
 def test_a_killed_import_resumes_without_duplicates_or_losses(cairn_cmd, cli_env, tmp_path):
@@ -283,9 +286,10 @@ def test_a_killed_import_resumes_without_duplicates_or_losses(cairn_cmd, cli_env
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     watchdog = threading.Timer(120, proc.kill)
     watchdog.start()
-    reported = 0
+    reported, lines = 0, []
     try:
         for line in proc.stderr:
+            lines.append(line)
             if ": created, 30 pages · " in line:
                 reported += 1
                 if reported == 3:
@@ -295,7 +299,7 @@ def test_a_killed_import_resumes_without_duplicates_or_losses(cairn_cmd, cli_env
         watchdog.cancel()
         proc.wait(timeout=30)
         proc.stderr.close()
-    assert reported == 3
+    assert reported == 3, "".join(lines)
     with Store(db) as store:
         first = store.db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
     assert 3 <= first < total, first  # killed part-way (each file takes far longer than reading a line)

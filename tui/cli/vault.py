@@ -95,7 +95,7 @@ def cmd_import(args, out: Out) -> int:
 
         if not (is_sqlite_file(path) or path.suffix.lower() in (".sqlite", ".sqlite3", ".db")):
             raise InvalidInput(f"{path} is neither a folder of markdown notes nor an RA-H OS database (.sqlite); "
-                               "to import one note, give its folder.")
+                               "to capture one file (.pdf, .txt, .md), use `cairn add FILE`.")
         if is_cairn_database(path):
             raise InvalidInput(f"{path} is a Cairn database (a backup or a copy?), not an RA-H OS one; open it with "
                                f"`cairn --db {path}`; nothing was imported.")
