@@ -526,6 +526,23 @@ def test_round_trip_of_nodes_made_in_cairn(store, tmp_path):
         assert snapshot(fresh) == snapshot(store)
 
 
+def test_round_trip_keeps_partial_dates_and_an_edge_without_explanation(store, tmp_path):
+    """A year or a year-month (an RA-H import keeps the precision given) and an edge that came in with
+    no explanation ("no explanation yet") come back from an export exactly, not as no date and not
+    with an invented sentence."""
+    from core.graph.store import Store
+
+    a = store.add_node("Born", "text", event_date="1981")
+    b = store.add_node("Moved", "text", event_date="2024-08")
+    store.add_edge(a["id"], b["id"], "", allow_empty=True)
+    export(store, tmp_path / "out")
+    with Store(tmp_path / "fresh.db") as fresh:
+        import_vault(fresh, tmp_path / "out")
+        nodes = by_title(fresh)
+        assert (nodes["Born"]["event_date"], nodes["Moved"]["event_date"]) == ("1981", "2024-08")
+        assert [e["explanation"] for e in fresh.db.execute("SELECT explanation FROM edges")] == [""]
+
+
 def test_cli_import_and_export(cairn_cmd, cli_env, tmp_path):
     v = tmp_path / "v"
     _small_vault(v)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import unquote
 
-from core.graph.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE
+from core.graph.store import MAX_DESCRIPTION, MAX_DIMENSION, MAX_TITLE, partial_date
 
 NOTE_SUFFIXES = (".md", ".markdown")
 MAX_NOTE_BYTES = 10_000_000  # a bigger file is skipped, not truncated (the store's text limit is 10M characters)
@@ -193,15 +193,22 @@ def _strings(value: Any) -> list[str]:
 
 
 def _event_date(value: Any) -> str | None:
+    """A frontmatter date at the precision it gives (core.graph.store.partial_date): a full date, a
+    year-month ("2024-08") or a year (YAML reads `1981` as a number), so an exported node comes back
+    with its date."""
     if isinstance(value, datetime):
         return value.date().isoformat()
     if isinstance(value, date):
         return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 9999:
+        return partial_date(f"{value:04d}")
     if isinstance(value, str) and re.match(r"^\s*\d{4}-\d{2}-\d{2}(?:$|[ T])", value):
         try:
             return date.fromisoformat(value.strip()[:10]).isoformat()
         except ValueError:
             return None
+    if isinstance(value, str):
+        return partial_date(value)
     return None
 
 

@@ -575,8 +575,8 @@ class VaultSync:
 
     # -- edges ---------------------------------------------------------------------------------
     def _explain(self, link: Link, title: str) -> str:
-        if link.kind == "edge" and link.explanation:
-            return cap(link.explanation, 10_000)
+        if link.kind == "edge":  # a `cairn_edges` entry: its explanation as written, empty too (an
+            return cap(link.explanation, 10_000)  # export of an edge with none: "no explanation yet")
         short = cap(title, 120)
         if link.kind == "embed":
             text = f'Embeds {link.shown()} in "{short}"'
@@ -765,13 +765,14 @@ class VaultSync:
                         context = json.loads(row["context"] or "{}")
                         if row["explanation"] == context.get("vault_explanation"):  # not edited in Cairn
                             self.store.update_edge(row["id"], explanation=explanation,
-                                                   context={"vault_explanation": explanation})
+                                                   context={"vault_explanation": explanation},
+                                                   allow_empty=not explanation)
                             report.edges_updated += 1
                     continue
                 if pair in taken:
                     continue  # an edge made another way already joins them: keep it as it is
                 try:
-                    self.store.add_edge(pair[0], pair[1], explanation, source=EDGE_SOURCE, context={
+                    self.store.add_edge(pair[0], pair[1], explanation, source=EDGE_SOURCE, allow_empty=not explanation, context={
                         "type": "link", "vault_root": self.root_key, "vault_explanation": explanation})
                 except NotFound:
                     continue  # a node deleted in Cairn while its file stays: its file's next change re-creates it
