@@ -340,8 +340,10 @@ def _vault_rows(db_path: Path) -> tuple[dict[str, tuple], set[tuple], int, int]:
 
     with Store(db_path) as store:
         db = store.db
+        # a markdown note by its vault path, a PDF or .txt of the folder (tui/cli/capture_files.py) by its file
         rows = db.execute("SELECT id, title, source, description, link, event_date, type, metadata,"
-                          " json_extract(metadata, '$.vault.path') AS path FROM nodes").fetchall()
+                          " COALESCE(json_extract(metadata, '$.vault.path'),"
+                          "          'file:' || json_extract(metadata, '$.capture.path')) AS path FROM nodes").fetchall()
         by_id = {r["id"]: r["path"] for r in rows}
         nodes = {r["path"]: (r["title"], r["source"], r["description"], r["link"], r["event_date"], r["type"],
                              r["metadata"]) for r in rows if r["path"]}
@@ -355,15 +357,16 @@ def import_kills(workdir: Path, *, kills: int = 20, seed: int = 2, delay: tuple[
     """SIGKILL `cairn import VAULT` at random points, each run resuming what the last kill left (a fresh
     database once an import got through), then import again and compare with an uninterrupted import."""
     from core.graph.store import Store
-    from core.vault.sync import import_vault
 
     rng = random.Random(seed)
     stats = Stats()
     cmd = cairn_command()
     env = _env(workdir)
     reference = workdir / "reference.db"
-    with Store(reference) as store:
-        import_vault(store, VAULT)
+    # The uninterrupted import is the same command (the markdown and the folder's other files).
+    done = subprocess.run([*cmd, "import", str(VAULT), "--db", str(reference), "--no-index"], env=env,
+                          capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
     ref_nodes, ref_edges, _, _ = _vault_rows(reference)
     db_path = workdir / "import-kill.db"
     import_cmd = [*cmd, "import", str(VAULT), "--db", str(db_path)] + ([] if index else ["--no-index"])
