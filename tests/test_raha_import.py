@@ -484,3 +484,23 @@ async def test_focus_marks_an_edge_without_explanation(store, db_path, monkeypat
         assert "The essay describes the memex" in essay
         prompt = options.get_option_at_index(texts.index(hyper)).prompt
         assert "dim" in str(prompt.renderables[1].renderable.style)
+
+
+def test_march_2026_private_nodes_get_the_private_dimension(store, tmp_path, cairn_cmd, cli_env):
+    """RA-H's `is_private` (March 2026) becomes the dimension `private`, which privacy.never_send can
+    keep from remote providers; `cairn import` says so, and what to add when never_send lacks it."""
+    src = make_apr2026(tmp_path / "mar.sqlite")
+    c = sqlite3.connect(src)
+    c.execute("ALTER TABLE nodes ADD COLUMN is_private INTEGER NOT NULL DEFAULT 0")
+    c.execute("UPDATE nodes SET is_private = 1 WHERE id = 21")
+    c.commit()
+    c.close()
+    report = import_raha(store, src)
+    assert report.private == 1 and report.as_dict()["kinds"]["nodes"]["private"] == 1
+    assert titles(store)["Niklas Luhmann"]["dimensions"] == ["people", "private"]
+    assert "private" not in titles(store)["Zettelkasten"]["dimensions"]
+    db = tmp_path / "cli.db"
+    run = subprocess.run([*cairn_cmd, "--db", str(db), "import", str(src), "--no-index"], env=cli_env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "1 node private in RA-H got the dimension `private`; add it to never_send" in run.stdout

@@ -73,7 +73,10 @@ EDGE_SOURCE = "raha"
 BATCH = 500
 
 NODE_COLUMNS = ("id", "title", "description", "source", "chunk", "content", "notes", "link", "url", "type",
-                "metadata", "event_date", "created_at", "updated_at")
+                "metadata", "event_date", "created_at", "updated_at", "is_private")
+# RA-H's March 2026 `nodes.is_private` (kept out of its hubs and MCP answers): Cairn keeps a node
+# from remote providers by a dimension listed in privacy.never_send, so a private node gets this one.
+PRIVATE_DIMENSION = "private"
 EDGE_COLUMNS = ("id", "from_node_id", "to_node_id", "from_id", "to_id", "explanation", "description", "context",
                 "source", "created_at", "updated_at")
 
@@ -305,6 +308,7 @@ class RahaReport:
     summary_appended: int = 0  # `content` kept as a "## Summary" section of the source
     type_from_metadata: int = 0  # no type column: metadata.type
     memory: int = 0  # nodes of type memory (never hubs)
+    private: int = 0  # RA-H's is_private nodes: given the dimension `private` (PRIVATE_DIMENSION)
     # dimensions
     dimensions_from: str = "none"  # "metadata", "legacy tables", "migration snapshot" joined by " + ", or "none"
     dimensions_assigned: int = 0  # node-dimension pairs imported (after merging the sources)
@@ -344,7 +348,7 @@ class RahaReport:
                       "text_from_chunk": self.text_from_chunk, "text_from_content": self.text_from_content,
                       "description_from_content": self.description_from_content,
                       "summary_appended": self.summary_appended, "type_from_metadata": self.type_from_metadata,
-                      "memory": self.memory},
+                      "memory": self.memory, "private": self.private},
             "dimensions": {"from": self.dimensions_from, "assigned": self.dimensions_assigned,
                            "read_from_metadata": self.dimensions_metadata, "read_from_tables": self.dimensions_tables,
                            "read_from_snapshot": self.dimensions_snapshot, "skipped": self.dimensions_skipped},
@@ -454,7 +458,9 @@ def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], rep
             break
     meta_dims = meta.get("dimensions") if isinstance(meta.get("dimensions"), list) else []
     from_tables, from_snapshot = dims["tables"].get(rid, []), dims["snapshot"].get(rid, [])
-    merged = _dimensions([*meta_dims, *from_tables, *from_snapshot], rid, report)
+    private = "is_private" in cols and bool(row["is_private"])
+    merged = _dimensions([*meta_dims, *from_tables, *from_snapshot, *([PRIVATE_DIMENSION] if private else [])],
+                         rid, report)
     raw_date, date_from_meta = (row["event_date"] if "event_date" in cols else None), False
     if raw_date is None or (isinstance(raw_date, str) and not raw_date.strip()):
         source_meta = meta.get("source_metadata") if isinstance(meta.get("source_metadata"), dict) else {}
@@ -474,14 +480,14 @@ def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], rep
         "_counts": {**text_counts, "type_from_metadata": int(type_from_meta), "memory": int(node_type == "memory"),
                     "dimensions_metadata": len(meta_dims), "dimensions_tables": len(from_tables),
                     "dimensions_snapshot": len(from_snapshot), "dimensions_assigned": len(merged),
-                    "date_how": how, "date_from_meta": date_from_meta},
+                    "private": int(private), "date_how": how, "date_from_meta": date_from_meta},
     }
 
 
 def _count_node(report: RahaReport, counts: dict, rid: str, raw_date: str | None) -> None:
     for key in ("text_from_chunk", "text_from_content", "description_from_content", "summary_appended",
                 "type_from_metadata", "memory", "dimensions_metadata", "dimensions_tables", "dimensions_snapshot",
-                "dimensions_assigned"):
+                "dimensions_assigned", "private"):
         setattr(report, key, getattr(report, key) + counts[key])
     how = counts["date_how"]
     if how == "none":

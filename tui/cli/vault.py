@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInput
-from tui.cli.common import LazyProgress, Out, Verbs, open_store, path_arg, plural
+from tui.cli.common import LazyProgress, Out, Verbs, load_config, open_store, path_arg, plural
 
 LIST_CAP = 20  # lines of a list (skipped files, unresolved links) shown before "... and N more"
 CAIRN_TABLES = {"meta", "nodes", "edges", "chunks", "nodes_fts", "trash"}
@@ -147,6 +147,15 @@ def cmd_import(args, out: Out) -> int:
                          f"{e['already_linked']:,} already linked in Cairn); {e['no_explanation']:,} without an explanation "
                          f"(shown as \"no explanation yet\"), {e['explanation_from_context']:,} explanations from "
                          "context.explanation.", style="dim")
+                if report.private:
+                    from core.vault.raha import PRIVATE_DIMENSION
+
+                    kept = PRIVATE_DIMENSION in {d.lower() for d in load_config(args).privacy.never_send}
+                    out.text(f"{plural(report.private, 'node')} private in RA-H got the dimension `{PRIVATE_DIMENSION}`"
+                             + ("; privacy.never_send keeps them from remote providers." if kept else
+                                "; add it to never_send in config.toml's [privacy] table to keep them from "
+                                "remote providers."),
+                             style="dim" if kept else "yellow")
                 if report.gone:
                     out.text(f"{report.gone:,} nodes imported before are no longer in that database; they were kept.",
                              style="dim")
