@@ -119,6 +119,10 @@ def clean_dimensions(values: Iterable[str] | None) -> list[str]:
 _PARTIAL_DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 
 
+# How an edge without an explanation (an import that had none) is shown, in the app and on the CLI.
+NO_EXPLANATION = "no explanation yet"
+
+
 def partial_date(text: str) -> str | None:
     """`text` as an event date at the precision it gives: `YYYY-MM-DD`, `YYYY-MM` or `YYYY`, else None.
 

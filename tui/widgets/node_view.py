@@ -30,7 +30,7 @@ from textual.worker import get_current_worker
 from core.errors import InvalidInput, NotFound
 from core.graph import retirement
 from core.safe_text import printable
-from core.graph.store import clean_dimensions, clean_event_date
+from core.graph.store import NO_EXPLANATION, clean_dimensions, clean_event_date
 from tui.messages import NodesChanged, OpenNode
 from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
@@ -40,7 +40,6 @@ MARKDOWN_CHAR_LIMIT = 20_000  # a source up to this size (and line count) is ren
 MARKDOWN_LINE_LIMIT = 100  # ...non-blank lines, since each block becomes a widget
 SOURCE_DISPLAY_LIMIT = 200_000  # characters shown when reading; the editor always gets everything
 LARGE_TEXT = 200_000  # above this the editor skips highlighting and soft wrap (1 MB: 1.8 s → 0.7 s)
-NO_EXPLANATION = "no explanation yet"  # an edge imported without one (RA-H OS); `cairn show` says the same
 UNRETIRE_COMMAND = "Focus: un-retire"  # the palette command the retired line names (tui/flows/unretire.py)
 
 
@@ -683,7 +682,7 @@ class NodeEditor(Vertical):
             yield Input(", ".join(base["dimensions"]), id="edit-dimensions", **keep,
                         placeholder="comma-separated, e.g. research, ai")
             yield Label("Event date", classes="edit-label")
-            yield Input(base["event_date"] or "", id="edit-event-date", **keep, placeholder="YYYY-MM-DD")
+            yield Input(base["event_date"] or "", id="edit-event-date", **keep, placeholder="YYYY-MM-DD, YYYY-MM or YYYY")
         yield Label("Source (markdown)", classes="edit-label edit-source-label")
         source = base["source"]
         small = len(source) <= LARGE_TEXT
