@@ -30,7 +30,7 @@ from core.safe_text import printable
 from tui.messages import NodesChanged
 from tui.widgets.mention_hint import MentionHint
 
-HINT = "tab next field · ctrl+s save (a link alone saves its web page) · esc close"
+HINT = "tab next field · ctrl+s save (a link alone: its page) · esc close"  # one line at 80 columns
 _LONE_URL = re.compile(r"\s*(https?://\S+)\s*", re.I)
 
 
