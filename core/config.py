@@ -122,6 +122,14 @@ class ToolScopeSettings:
 
 
 @dataclass
+class CaptureSettings:
+    """web pages the model and MCP clients capture (captureUrl); yours (cairn add --url) are not limited"""
+
+    local_addresses: bool = setting(False, "let them fetch from this machine and its local network (a prompt-injected "
+                                           "model could read internal pages and cloud metadata)")
+
+
+@dataclass
 class PrivacySettings:
     """what never leaves the machine, by any path"""
 
@@ -182,6 +190,7 @@ class Config:
     agents: AgentSettings = table(AgentSettings)
     read_scope: ReadScopeSettings = table(ReadScopeSettings)
     tool_scope: ToolScopeSettings = table(ToolScopeSettings)
+    capture: CaptureSettings = table(CaptureSettings)
     privacy: PrivacySettings = table(PrivacySettings)
     mcp: McpSettings = table(McpSettings)
     memory: MemorySettings = table(MemorySettings)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chat_support import anth, anthropic_provider, new_chat, searcher, send, _no_proxies  # noqa: F401  (fixtures)
+from chat_support import anth, anthropic_provider, config, new_chat, searcher, send, _no_proxies  # noqa: F401  (fixtures)
 from core.agent import profiles
 from core.agent.tools import ToolContext, ToolError, ToolRunner
 from core.capture import web
@@ -370,7 +370,8 @@ def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site
     def never(action, detail):
         raise AssertionError("captureUrl asked for confirmation")
 
-    ctx = ToolContext(store, searcher=None, confirm=never)
+    # The fixtures are served on 127.0.0.1: the model may fetch there only with [capture] local_addresses.
+    ctx = ToolContext(store, searcher=None, confirm=never, local_addresses=True)
     runner = ToolRunner(ctx, profiles.ALL_TOOLS)
     out = runner.run("captureUrl", {"url": site + "/ja/machiya", "dimensions": ["京都"]})
     node = store.get_node(out["created"]["id"])
@@ -387,8 +388,27 @@ def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site
     assert store.counts()["nodes"] == 1
 
 
+def test_the_model_may_not_reach_this_machine_or_its_network_unless_allowed(site, store):
+    """A prompt-injected model must not read internal pages or a cloud's metadata service through
+    captureUrl: loopback, private and link-local hosts are refused, also at a redirect's end."""
+    runner = ToolRunner(ToolContext(store, searcher=None), profiles.ALL_TOOLS)
+    for url in (site + "/ja/machiya", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/wiki",
+                "http://[::1]/admin"):
+        with pytest.raises(ToolError, match=r"is an address on this machine or its local network .*"
+                                            r"\[capture\] local_addresses = true\.$"):
+            runner.run("captureUrl", {"url": url})
+    assert store.counts()["nodes"] == 0
+    from core.capture import web
+
+    with pytest.raises(web.CaptureError, match="local network"):  # a public address is let through to the hop
+        web.refuse_local("http://127.0.0.1:1/")
+    web.refuse_local("http://93.184.215.14/")  # a public address: no refusal (nothing is fetched here)
+
+
 def test_the_model_captures_a_page_in_a_chat(site, store, searcher, anth):
-    chat = new_chat(store, anthropic_provider(anth), searcher)
+    cfg = config()
+    cfg.capture.local_addresses = True  # the fixture server is on 127.0.0.1
+    chat = new_chat(store, anthropic_provider(anth), searcher, cfg=cfg)
     anth.script.add(text("Saving the page."), tool_call("captureUrl", {"url": site + "/docs/backup"}))
     anth.script.add(text("Saved."))
     send(chat, f"Keep this article: {site}/docs/backup")
@@ -414,10 +434,15 @@ async def mcp_session(cairn_cmd, db: Path, errlog: Path):
 
 
 async def test_the_mcp_server_captures_a_page(site, cairn_cmd, tmp_path):
+    from core import config as config_module
+
     db = tmp_path / "mcp.db"
     Store(db).close()
     async with mcp_session(cairn_cmd, db, tmp_path / "err.log") as session:
         tool = {t.name: t for t in (await session.list_tools()).tools}["captureUrl"]
+        local = await session.call_tool("captureUrl", {"url": site + "/fr/citron"})
+        assert local.is_error and "local network" in local.content[0].text  # 127.0.0.1: refused by default
+        config_module.set_value("capture.local_addresses", True)  # $CAIRN_HOME/config.toml, read at each call
         assert tool.input_schema["properties"]["url"]["maxLength"] == 4000
         assert tool.annotations.open_world_hint is True and tool.annotations.destructive_hint is False
         result = await session.call_tool("captureUrl", {"url": site + "/fr/citron"})

@@ -291,7 +291,8 @@ class CairnTools:
                             "`mcp.allow_edits = true` in Cairn's config, which only the user can set "
                             "(cairn config set mcp.allow_edits true). Nothing was changed.")
         policy = SendPolicy.for_mcp(cfg.privacy.never_send)
-        ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp")
+        ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp",
+                          local_addresses=cfg.capture.local_addresses)
         runner = ToolRunner(ctx, TOOLS)
         self.searcher.notes = []
         try:

@@ -110,18 +110,6 @@ SCHEMAS: dict[str, dict] = {
     },
 }
 
-# captureUrl's work (fetching and extracting a page) lives in core/capture/web.py, a layer above this
-# one that may not be imported here; importing core.capture.web hands it in through set_page_capture
-# (every `cairn` process does: tui/cli/nodes.py imports tui/cli/capture.py, which imports it).
-_page_capture: Callable[..., Any] | None = None
-
-
-def set_page_capture(capture: Callable[..., Any]) -> None:
-    """Give captureUrl its implementation: capture(store, url, *, again, dimensions, origin) -> Captured."""
-    global _page_capture
-    _page_capture = capture
-
-
 def schemas(names: tuple[str, ...]) -> list[dict]:
     """Tool schemas in a fixed order (the order is part of the cached prefix)."""
     return [{"name": n, **SCHEMAS[n]} for n in names]
@@ -146,6 +134,7 @@ class ToolContext:
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
     read: set[int] = field(default_factory=set)  # nodes getNodesById / searchContent returned (memory use, core.graph.memory)
     origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
+    local_addresses: bool = False  # captureUrl may fetch from this machine and its network ([capture])
 
 
 class ToolRunner:
@@ -271,13 +260,14 @@ class ToolRunner:
         return {"answer": self.ctx.delegate(agent, task)}
 
     def _captureUrl(self, url: str, dimensions: list[str] | None = None, again: bool = False):
-        if _page_capture is None:
-            raise ToolError("Capturing web pages is not available in this process.")
+        from core.capture.web import capture  # the fetch and extraction (trafilatura) load on first use
+
         if not isinstance(url, str):
             raise ToolError("url must be a web address (a string).")
         if dimensions is not None and (not isinstance(dimensions, list) or not all(isinstance(d, str) for d in dimensions)):
             raise ToolError("dimensions must be a list of dimension names (strings).")
-        result = _page_capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin)
+        result = capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin,
+                         public_only=not self.ctx.local_addresses)
         node = result.node
         if result.existing:
             if not self._reachable(node):  # a node this agent may not see: its id, nothing of its content

@@ -7,8 +7,7 @@ with trafilatura (bench/extract.py measured it against readability-lxml); `captu
 only then writes the node in one `Store.add_node` transaction, so a failure leaves nothing behind.
 Every failure is a `CaptureError` whose message is one sentence; its `kind` names the failure.
 
-Importing this module also gives the model's `captureUrl` tool (core/agent/tools.py, a layer below
-that may not import this one) its implementation, through `tools.set_page_capture`.
+The model's `captureUrl` tool (core/agent/tools.py, a layer above) calls `capture` with its origin.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from datetime import date, datetime, timedelta, timezone
 from typing import Any, Callable
 
 from core import clock
-from core.agent import tools
 from core.errors import CairnError
 
 DEFAULT_TIMEOUT = 10.0  # seconds, for connecting and for each read
@@ -240,9 +238,34 @@ class _Deadline:
                                           "Try again later.")
 
 
+def refuse_local(url: str) -> None:
+    """CaptureError when `url`'s host is, or resolves to, an address on this machine or its local
+    network (loopback, private, link-local such as a cloud's 169.254.169.254 metadata service,
+    reserved): what a prompt-injected model or an MCP client must not be able to read through Cairn.
+    (A DNS answer that changes between this check and the connection is not caught.)"""
+    import ipaddress
+    import socket
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return  # the fetch reports the lookup failure in its own words
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if (address.is_loopback or address.is_private or address.is_link_local or address.is_reserved
+                or address.is_multicast or address.is_unspecified):
+            raise CaptureError("local", f"{host} is an address on this machine or its local network ({address}); "
+                                        "the model and MCP clients may capture public pages only. Capture it yourself "
+                                        "(cairn add --url, or quick capture), or set [capture] local_addresses = true.")
+
+
 def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float = TOTAL_TIMEOUT,
-          max_bytes: int = MAX_BYTES, max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None) -> Page:
-    """The page at `url` as text. Raises CaptureError with one sentence for every failure."""
+          max_bytes: int = MAX_BYTES, max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None,
+          public_only: bool = False) -> Page:
+    """The page at `url` as text. Raises CaptureError with one sentence for every failure.
+    `public_only`: every hop's host must be public (`refuse_local`)."""
     import urllib.request
     from urllib.error import HTTPError, URLError
     from urllib.parse import urljoin
@@ -261,6 +284,8 @@ def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float = 
     current, chain = asked, []
     for _hop in range(max_redirects + 1):
         deadline.check(asked)
+        if public_only:
+            refuse_local(current)  # each hop: a public page may redirect to an internal one
         say(f"connecting to {_host(current)}…")
         request = urllib.request.Request(current, headers={
             "User-Agent": user_agent(),
@@ -417,8 +442,10 @@ def captured_before(store, url: str) -> dict[str, Any] | None:
 def capture(store, url: str, *, again: bool = False, title: str | None = None, description: str | None = None,
             event_date: str | None = None, dimensions=None, type: str = "note", origin: str = "user",
             timeout: float = DEFAULT_TIMEOUT, total_timeout: float = TOTAL_TIMEOUT, max_bytes: int = MAX_BYTES,
-            max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None) -> Captured:
+            max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None,
+            public_only: bool = False) -> Captured:
     """Fetch `url`, extract it and store it as a node (source: the text, link: the final URL).
+    `public_only` for a page the model or an MCP client asks for (`refuse_local`).
 
     An address some node already links to (as asked, or where its redirects end) is not captured
     again unless `again`: the result then has `existing=True` and that node. `title`, `description`
@@ -431,7 +458,7 @@ def capture(store, url: str, *, again: bool = False, title: str | None = None, d
         if before is not None:
             return Captured(before, existing=True)
     page = fetch(asked, timeout=timeout, total_timeout=total_timeout, max_bytes=max_bytes,
-                 max_redirects=max_redirects, progress=say)
+                 max_redirects=max_redirects, progress=say, public_only=public_only)
     if not again and page.final_url != asked:
         before = captured_before(store, page.final_url)
         if before is not None:
@@ -457,9 +484,3 @@ def capture(store, url: str, *, again: bool = False, title: str | None = None, d
     )
     return Captured(node, page=page, extracted=found, capture=meta)
 
-
-def _for_tool(store, url: str, *, again: bool = False, dimensions=None, origin: str = "model") -> Captured:
-    return capture(store, url, again=again, dimensions=dimensions, origin=origin)
-
-
-tools.set_page_capture(_for_tool)

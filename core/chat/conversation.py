@@ -296,6 +296,7 @@ class Chat:
         reply = Reply()
         self.last_reply = reply
         ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
+                          local_addresses=self.config.capture.local_addresses,
                           confirm=self._confirm_unless_stopped(cancel),
                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
                           activate_skill=self._activate_skill)
