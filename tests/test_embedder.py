@@ -145,3 +145,22 @@ def test_importing_core_does_not_load_onnxruntime():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_batches_bounded_by_tokens_give_the_same_vectors(embedder):
+    """Issue 16: batches of at most TOKEN_BUDGET padded tokens (rows x longest row) instead of 32 rows
+    change the memory the model needs, not the vectors (bench/embedder_memory.py measured them
+    bit-identical on the shared vault's chunks)."""
+    from core.index.embedder import MAX_ROWS, Embedder
+
+    texts = [("word " * (i * 13 % 230)) + f"text {i}." for i in range(90)] + ["x"] * 70
+    by_rows = Embedder(token_budget=0).embed(texts)
+    by_tokens = embedder.embed(texts)
+    np.testing.assert_allclose(by_tokens, by_rows, atol=1e-6, rtol=0)
+    lengths = [len(e.ids) for e in embedder.tokenizer.encode_batch(texts, add_special_tokens=True)]
+    batches = embedder.batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(texts)))  # every text once
+    for batch in batches:
+        longest = max(lengths[i] for i in batch)
+        assert len(batch) <= MAX_ROWS and (len(batch) * longest <= embedder.token_budget or len(batch) == 1)
+    assert len(batches) > len(texts) // 32  # long rows travel in smaller batches than 32

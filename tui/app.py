@@ -320,17 +320,27 @@ class CairnApp(App):
     # -- background work -----------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="index", exit_on_error=False)
     def index_pending(self) -> None:
-        """Chunk and embed pending nodes (written here or by other processes) with its own connection."""
+        """Chunk and embed pending nodes (written here or by other processes) with its own connection.
+
+        One run at a time (core/index/run_lock.py): a newer call cancels this worker, which stops after
+        its current batch, and the newer one waits for the lock instead of embedding the same notes
+        beside it; `cairn index` in another terminal is waited for the same way. Closing the app
+        cancels the worker too, so the app never waits for more than one batch to quit."""
+        from textual.worker import get_current_worker
+
         from core.index.indexer import Indexer
         from core.graph.store import Store
 
+        worker = get_current_worker()
         with Store(self.db) as store:
             indexer = Indexer(store)
             pending = indexer.pending_count()
             if not pending:
                 return
             self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
-            report = indexer.run()
+            report = indexer.run(should_stop=lambda: worker.is_cancelled)
+        if report.busy or worker.is_cancelled:
+            return  # the newer run (or the next start) indexes the rest and says so
         if report.indexed:
             self.call_from_thread(self._reload_views)
             self.call_from_thread(self.notify, f"Indexed {report.indexed} note{'s' if report.indexed != 1 else ''} "

@@ -42,6 +42,8 @@ class IndexReport:
     reused: int = 0  # chunk vectors kept because their text did not change
     seconds: float = 0.0
     failures: list[tuple[int, str]] = field(default_factory=list)
+    busy: bool = False  # stopped while another run held the database's index lock (nothing done)
+    stopped: bool = False  # `should_stop` ended the run between batches; the rest stays pending
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("indexed", "errors", "skipped", "chunks", "embedded", "reused", "seconds")}
@@ -88,8 +90,18 @@ class Indexer:
         return name is not None
 
     def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
-            limit: int | None = None) -> IndexReport:
-        """Index pending nodes until none are left (or `limit` nodes, or `should_stop()`)."""
+            limit: int | None = None, on_wait: Callable[[], None] | None = None) -> IndexReport:
+        """Index pending nodes until none are left (or `limit` nodes, or `should_stop()`, asked between
+        batches). One run at a time per database (core/index/run_lock.py): while another holds it this
+        waits (`on_wait()` says so once); stopped while waiting, it returns with `busy` set."""
+        from core.index.run_lock import held
+
+        with held(self.store.path, should_stop=should_stop, on_wait=on_wait) as mine:
+            if not mine:
+                return IndexReport(busy=True)
+            return self._run(progress, should_stop, limit)
+
+    def _run(self, progress, should_stop, limit) -> IndexReport:
         self.ensure_embedder()
         report = IndexReport()
         started = time.perf_counter()
@@ -100,6 +112,7 @@ class Indexer:
             progress(0, total)
         while limit is None or done < limit:
             if should_stop and should_stop():
+                report.stopped = True
                 break
             size = self.batch_nodes if limit is None else min(self.batch_nodes, limit - done)
             rows = self._next_batch(size, attempted)

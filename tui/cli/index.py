@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from tui.cli.common import LazyProgress, Out, Verbs, open_store, plural
 
 
@@ -13,8 +15,12 @@ def cmd_index(args, out: Out) -> int:
         if indexer.pending_count() == 0 and not args.json:
             out.text("Nothing to index: every node is up to date.")
             return 0
+        def waiting() -> None:  # one index run at a time per database (core/index/run_lock.py)
+            print("Another Cairn process (the app, or cairn index) is indexing this database; waiting for it "
+                  "to finish (Ctrl-C stops waiting)…", file=sys.stderr, flush=True)
+
         with LazyProgress(out, "Indexing", "nodes") as progress:  # no empty bar before an error or for --json of nothing
-            report = indexer.run(progress=progress)
+            report = indexer.run(progress=progress, on_wait=waiting)
     if out.as_json:
         out.json(report.as_dict())
     else:

@@ -274,12 +274,13 @@ class NodeBrowser(Vertical):
 
     @work(thread=True, exclusive=True, group="node-browser-warm", exit_on_error=False)
     def _warm_embedder(self) -> None:
-        """Load the query embedder once the list is up, so the first search does not wait ~1 s for it
-        (outside the services lock: the model loads while other panes use the database)."""
+        """Load the query embedder's model and tokenizer once the list is up (after the first frame),
+        so the first search does not wait ~1 s for them (outside the services lock: the model loads
+        while other panes use the database)."""
         from core.index.embedder import shared_embedder
 
         try:
-            shared_embedder()
+            shared_embedder().load()
         except Exception as exc:  # search says so itself (a note in the status line) and uses full text
             self.log.warning(f"query embedder not loaded: {exc}")
             return
