@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/cairn
 
+# One worker per core (at most 4: each loads the embedder); a file's tests stay on one worker, so its
+# module fixtures (the wheel of tests/test_packaging.py) are built once. Serial: `pytest -q -p no:xdist`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses=4 --dist loadfile
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
