@@ -379,3 +379,38 @@ def test_graph_expansion_changes_nothing_without_edges(corpus, embedder):
     on = Searcher(store, embedder, tuning=Tuning(graph_weight=0.5, graph_combine="sum"))
     for query in ("tide moon water", "quokka bread", "how do I fix my bike", "gradient"):
         assert plain.search(query, limit=20) == on.search(query, limit=20)
+
+
+def test_the_mirror_streams_its_load_and_scores_a_filter_in_blocks(corpus, embedder, monkeypatch):
+    """Issue 16 item 3: a load into preallocated arrays (grown when the count was low: a writer between
+    the count and the read) and a filtered search scored block by block give the exact ranking."""
+    import numpy as np
+
+    import core.index.vector_mirror as vm
+
+    store = corpus[0]
+    mirror = vm.VectorMirror(store.db, embedder.dimensions)
+    real = store.db.execute
+
+    def undercount(sql, *args):  # the count says one row: the load must grow its arrays
+        if sql.startswith("SELECT COUNT(*)"):
+            return real("SELECT 0" if "vec_nodes" in sql else "SELECT 1")
+        return real(sql, *args)
+
+    monkeypatch.setattr(store.db, "execute", undercount)
+    mirror.sync()
+    monkeypatch.undo()
+    rows = store.db.execute("SELECT rowid, node_id, embedding FROM vec_chunks ORDER BY rowid").fetchall()
+    assert sorted(mirror.rowids.tolist()) == [r[0] for r in rows]
+    by_rowid = {int(r): mirror.matrix[i] for i, r in enumerate(mirror.rowids)}
+    for r in rows:
+        assert np.array_equal(by_rowid[r[0]], np.frombuffer(r[2], dtype=np.float32))
+    monkeypatch.setattr(vm, "FILTER_BLOCK", 3)
+    query = embedder.embed_one("glaciers and ice")
+    some = np.array(sorted({r[1] for r in rows})[::2])
+    keep = np.isin(np.array([r[1] for r in rows]), some)
+    exact = sorted(((float(np.frombuffer(r[2], dtype=np.float32) @ query), r[0]) for r, k in zip(rows, keep) if k),
+                   reverse=True)[:5]
+    got = mirror.top(query, 5, node_ids=some)
+    assert [g[0] for g in got] == [e[1] for e in exact]
+    assert all(abs(g[2] - e[0]) < 1e-6 for g, e in zip(got, exact))
