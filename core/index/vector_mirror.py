@@ -13,6 +13,7 @@ import numpy as np
 from core.graph.db import Database
 
 
+LOAD_BLOCK = 4096  # rows read and converted at a time while loading
 FILTER_BLOCK = 8192  # rows scored at a time in a filtered search (8,192 x 384 x 4 bytes = 12.6 MB)
 
 
@@ -52,14 +53,16 @@ class VectorMirror:
         n = 0
         cursor = self.db.execute(f"SELECT rowid, node_id, embedding FROM vec_chunks UNION ALL "
                                  f"SELECT 0, v.rowid, v.embedding {orphans}")
-        for rowid, node_id, blob in cursor:
-            if n == capacity:
+        while block := cursor.fetchmany(LOAD_BLOCK):  # ~6 MB of rows at a time, converted in bulk
+            k = len(block)
+            while n + k > capacity:
                 capacity *= 2
                 rowids, node_ids = np.resize(rowids, capacity), np.resize(node_ids, capacity)
                 matrix = np.resize(matrix, (capacity, self.dimensions))
-            rowids[n], node_ids[n] = rowid, node_id
-            matrix[n] = np.frombuffer(blob, dtype=np.float32)
-            n += 1
+            rowids[n:n + k] = [r[0] for r in block]
+            node_ids[n:n + k] = [r[1] for r in block]
+            matrix[n:n + k] = np.frombuffer(b"".join(r[2] for r in block), dtype=np.float32).reshape(k, -1)
+            n += k
         if n < capacity:  # views, not copies: the spare rows are a few at most
             rowids, node_ids, matrix = rowids[:n], node_ids[:n], matrix[:n]
         self.rowids, self.node_ids, self.matrix = rowids, node_ids, matrix
