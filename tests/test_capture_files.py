@@ -315,3 +315,16 @@ def test_a_killed_import_resumes_without_duplicates_or_losses(cairn_cmd, cli_env
     for r in rows:  # every node whole: written in one transaction
         n = int(r["title"].split()[-1])
         assert r["pages"] == 30 and r["source"].count(f"topic number {n}.") == 30 * 40
+
+
+def test_again_goes_with_url_only(cairn_cmd, cli_env, tmp_path):
+    """`--again` re-captures a web address; with a file (captured again when it changes) or a plain
+    note it is refused instead of being silently ignored."""
+    import subprocess
+
+    note = tmp_path / "note.txt"
+    note.write_text("A note about basalt.\n", encoding="utf-8")
+    for args, says in (([str(note), "--again"], "--again is for --url"), (["plain text", "--again"], "--again goes with --url")):
+        run = subprocess.run([*cairn_cmd, "--db", str(tmp_path / "a.db"), "add", *args], env=cli_env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert run.returncode != 0 and says in run.stderr, run.stderr

@@ -159,11 +159,17 @@ def ask(cairn_cmd, cli_env, local):
 
 
 def test_cairn_ask_refuses_a_too_long_message_with_the_sizes_and_sends_nothing(ask, local):
-    run, _ = ask
+    from pathlib import Path
+
+    from core.graph.store import Store
+
+    run, env = ask
     rc, out, err = run(words(20_000, "long"))
     assert rc != 0
     assert f"Your message is about 5,000 tokens; {MODEL} takes at most 3,072 with room for the reply." in err, err
     assert local.requests == []
+    with Store(Path(env["CAIRN_HOME"]) / "cairn.db", readonly=True) as store:  # and no empty chat is left
+        assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
 
 
 def test_cairn_ask_says_what_was_cut(ask, local):

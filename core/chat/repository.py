@@ -49,6 +49,17 @@ class ChatRepository:
             conn.execute("UPDATE chats SET metadata = ?, updated_at = ? WHERE id = ?",
                          (json.dumps(metadata, ensure_ascii=False), clock.now(), chat_id))
 
+    def drop_if_unused(self, chat_id: int) -> bool:
+        """Delete a chat that never held a message nor sent a request (a first message refused before
+        anything was sent: too long, over a cap); True when it was deleted."""
+        with self.db.transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM chats WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = ?)"
+                " AND NOT EXISTS (SELECT 1 FROM sent_log WHERE chat_id = ?)"
+                " AND NOT EXISTS (SELECT 1 FROM chats c WHERE json_extract(c.metadata, '$.parent_chat_id') = ?)",
+                (chat_id, chat_id, chat_id, chat_id)).rowcount
+        return bool(gone)
+
     def set_title(self, chat_id: int, title: str) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))

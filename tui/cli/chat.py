@@ -75,7 +75,8 @@ def cmd_context(args, out: Out) -> int:
                      (f"~{b['tokens_est']} tokens (estimate)", "dim"))
         out.text(f"{'total':>11} ", " " * 11, (f"~{result['tokens_est_total']} tokens (estimate)", "dim"))
         out.text(preview.agent_line, style="dim")
-        out.text(window.line, style="yellow" if window.cuts or window.refusal else "dim")
+        if provider.name != "offline":  # offline nothing is sent: no window to fit (as in the viewer)
+            out.text(window.line, style="yellow" if window.cuts or window.refusal else "dim")
         cache = result["cache"]
         if provider.name != "offline":
             out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")
@@ -171,6 +172,8 @@ def cmd_ask(args, out: Out) -> int:
                 print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)
         if failure:
+            if args.chat is None:  # a new chat whose first message was refused before sending: no empty chat left
+                chat.repo.drop_if_unused(chat.id)
             raise failure[0]
         passages = reply.citations.get("passages", {}) if reply else {}
         titles = {n["id"]: n["title"] for n in store.get_nodes(passages.values())} if passages else {}

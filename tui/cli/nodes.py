@@ -18,7 +18,12 @@ def cmd_add(args, out: Out) -> int:
     from tui.cli.capture_files import add_file, names_a_file
 
     if args.text and args.text != "-" and names_a_file(args.text):  # a text naming an existing file is that file
+        if args.again:
+            raise InvalidInput("--again is for --url; a file is captured again when its content changes "
+                               "(`cairn add FILE` says when it is unchanged).")
         return add_file(args, out)
+    if args.again:
+        raise InvalidInput("--again goes with --url (capture a web address again).")
     text = text_arg(args.text) or ""
     if not text.strip() and not args.title:
         raise InvalidInput("Nothing to add: give the note's text, `-` to read it from stdin, or --title.")

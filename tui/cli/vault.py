@@ -79,7 +79,7 @@ def _index_after(args, out: Out, store, state: dict | None = None):
     with LazyProgress(out, "Indexing", "nodes") as progress:
         report = state["indexer"].run(progress=progress)
     if not out.as_json:
-        out.text(f"Indexed {plural(report.indexed, 'node')} ({report.chunks:,} chunks) in {report.seconds:.1f} s.", style="dim")
+        out.text(f"Indexed {plural(report.indexed, 'node')} ({plural(report.chunks, 'chunk')}) in {report.seconds:.1f} s.", style="dim")
         if report.errors:
             out.text(f"{report.errors} nodes failed to index; `cairn doctor` lists them.", style="red")
     return report
