@@ -28,12 +28,13 @@ def _load(app) -> None:
         app.call_from_thread(app.notify, f"Could not load the Getting started graph: {exc}", severity="error",
                              markup=False)
         return
+    # The notice first: by the time the node is open, what happened has been said.
     if ids:
-        app.call_from_thread(app.post_message, NodesChanged(tuple(ids)))
-        app.call_from_thread(app.post_message, OpenNode(ids[0]))
         app.call_from_thread(app.notify, f"Getting started loaded: {len(ids)} nodes, tagged "
                              f"#{getting_started.DIMENSION}.", timeout=5, markup=False)
+        app.call_from_thread(app.post_message, NodesChanged(tuple(ids)))
+        app.call_from_thread(app.post_message, OpenNode(ids[0]))
     else:
+        app.call_from_thread(app.notify, "The Getting started graph is already here.", timeout=4)
         if first is not None:
             app.call_from_thread(app.post_message, OpenNode(first[0]))
-        app.call_from_thread(app.notify, "The Getting started graph is already here.", timeout=4)
