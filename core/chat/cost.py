@@ -176,17 +176,24 @@ def spent_in_chat(store, pricer: Pricer, chat_id: int) -> Cost:
     return total
 
 
+def _over(cap: float, provider, turn, spent) -> tuple[Cost, Cost] | None:
+    """(what was spent, this request's estimate) when sending `turn` would pass `cap`; None when there
+    is no cap (0), the request is local or offline (it costs nothing), or it stays within the cap."""
+    if cap <= 0 or provider.name == "offline" or provider.facts.provider == "local":
+        return None
+    before, ahead = spent(), estimate(provider, turn)
+    return None if before.usd + ahead.usd <= cap else (before, ahead)
+
+
 def over_daily_cap(store, config, provider, turn, now: datetime | None = None) -> ProviderError | None:
     """The refusal to send `turn` when today's spend plus its estimate would pass chat.max_usd_per_day
     (0: no cap), else None. A local or offline request costs nothing and is never refused; an unknown
     model's request cannot be estimated, so only what today already cost counts against the cap."""
     cap = float(config.chat.max_usd_per_day or 0)
-    if cap <= 0 or provider.name == "offline" or provider.facts.provider == "local":
+    over = _over(cap, provider, turn, lambda: spent_today(store, Pricer.from_config(config), now))
+    if over is None:
         return None
-    spent = spent_today(store, Pricer.from_config(config), now)
-    ahead = estimate(provider, turn)
-    if spent.usd + ahead.usd <= cap:
-        return None
+    spent, ahead = over
     return ProviderError(
         f"Not sent: today's spend ({usd(spent.usd)}, UTC day) plus up to {usd(ahead.usd)} for this request "
         f"({provider.model}) would pass the daily cap of {usd(cap)}; raise or clear [chat] max_usd_per_day "
@@ -196,13 +203,11 @@ def over_daily_cap(store, config, provider, turn, now: datetime | None = None) -
 def over_chat_cap(store, config, provider, turn, chat_id: int | None) -> ProviderError | None:
     """The refusal to send `turn` when chat `chat_id`'s spend (its delegates' included) plus its
     estimate would pass chat.max_usd_per_chat (0: no cap), else None."""
-    cap = float(config.chat.max_usd_per_chat or 0)
-    if cap <= 0 or chat_id is None or provider.name == "offline" or provider.facts.provider == "local":
+    cap = float(config.chat.max_usd_per_chat or 0) if chat_id is not None else 0.0
+    over = _over(cap, provider, turn, lambda: spent_in_chat(store, Pricer.from_config(config), chat_id))
+    if over is None:
         return None
-    spent = spent_in_chat(store, Pricer.from_config(config), chat_id)
-    ahead = estimate(provider, turn)
-    if spent.usd + ahead.usd <= cap:
-        return None
+    spent, ahead = over
     return ProviderError(
         f"Not sent: this chat has cost {usd(spent.usd)} and this request ({provider.model}) may cost up to "
         f"{usd(ahead.usd)}, past the cap of {usd(cap)} per chat; start a new chat (f5), or raise or clear "
