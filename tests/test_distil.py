@@ -719,7 +719,7 @@ async def test_review_screen_offline_says_a_provider_is_needed(store, conversati
     app = review_app(db_path, None)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        pane = app.query_one(ChatPane)
+        pane, _ = await app.right_panes()  # mounted after the first frame
         await pilot.press("ctrl+l")
         await pilot.press("ctrl+t")  # a new chat: nothing to distil
         await wait_for(pilot, lambda: any("Nothing to distil yet" in str(n.message) for n in app._notifications),

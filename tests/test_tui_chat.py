@@ -88,7 +88,7 @@ def plain(widget) -> str:
 
 
 async def type_and_send(pilot, app, text: str, key: str = "ctrl+j") -> ChatPane:
-    pane = app.query_one(ChatPane)
+    pane, _ = await app.right_panes()  # mounted after the first frame: wait for it, not for a pause
     await pilot.press("ctrl+l")
     app.query_one(ChatInput).insert(text)
     await pilot.press(key)
@@ -189,7 +189,7 @@ async def test_partial_reply_is_kept_and_alt_enter_never_stops(notes, db_path, s
     app = RecordingApp(db_path, first_run_prompt=False)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        pane = app.query_one(ChatPane)
+        pane, _ = await app.right_panes()
         pane.make_provider = lambda cfg: GatedProvider()
         await type_and_send(pilot, app, "Explain the starter")
         await wait_for(pilot, lambda: "Partial answer" in pane.query(".reply").last().source, what="the first text")
@@ -254,7 +254,7 @@ async def test_ctrl_z_moves_the_notes_the_model_created_to_the_trash(notes, db_p
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
             app.services.config.chat.provider = "anthropic"
-            pane = app.query_one(ChatPane)
+            pane, _ = await app.right_panes()
             assert not pane.undo_armed and "ctrl+z" not in [k.key for k in app.screen.query("FooterKey")]
             await type_and_send(pilot, app, "Start a bread note and a rye note")
             await wait_for(pilot, lambda: metas(app), what="the reply")
