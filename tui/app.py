@@ -64,6 +64,9 @@ class CairnApp(App):
         self._signature: tuple = ()
         self._focus = Focus()
         self._right_ready = asyncio.Event()  # set once the chat and viewer panes are mounted
+        self._right_mounting = asyncio.Event()  # while their mount is under way
+        self._quitting = False  # set when shutdown begins: a mount not started by then never starts
+        self._right_mounted = asyncio.Event()  # once it ended (mounted, or cut short by a close)
         self._marked = None  # the pane shown as holding the keyboard
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
 
@@ -131,16 +134,34 @@ class CairnApp(App):
         from tui.widgets.chat_pane import ChatPane
         from tui.widgets.context_viewer import ContextViewer
 
+        if self._quitting:
+            return  # quit before the panes were due: nothing to mount into a closing app
         switcher = self.query_one("#right", ContentSwitcher)
         chat, viewer = ChatPane(self.services, id="chat"), ContextViewer(self.services, id="viewer")
         viewer.display = False  # f2 shows it
-        await switcher.mount(chat, viewer)
+        self._right_mounting.set()
+        try:
+            await switcher.mount(chat, viewer)
+        finally:
+            self._right_mounting.clear()
+            self._right_mounted.set()
         if not (chat.is_attached and viewer.is_attached):
             return  # the app closed while they mounted (a quit in the first moment)
         switcher.current = "chat"
         chat.set_focus(self._focus)
         viewer.set_focus(self._focus)
         self._right_ready.set()
+
+    async def _shutdown(self) -> None:
+        """A quit in the first moment waits (at most 2 s) for the right panes' mount under way: the
+        viewer's Select widgets, torn down mid-mount, raised NoMatches('#label') from their on_mount."""
+        self._quitting = True
+        if self._right_mounting.is_set():
+            try:
+                await asyncio.wait_for(self._right_mounted.wait(), 2.0)
+            except asyncio.TimeoutError:
+                pass  # the message loop has stopped (a quit key): nothing more will mount
+        await super()._shutdown()
 
     async def right_panes(self) -> tuple:
         """The chat and the Context viewer, waiting for them if the app has only just started."""
