@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml constraints.txt
 run: $(STAMP)
 	$(BIN)/cairn
 
-# One worker per core (at most 4: each loads the embedder); a file's tests stay on one worker, so its
-# module fixtures (the wheel of tests/test_packaging.py) are built once. Serial: `pytest -q -p no:xdist`.
+# Serial: under two xdist workers (`pytest -q -n 2 --dist loadfile`, 10.5 min instead of ~20) some
+# TUI tests still race with the app's start-up and exit; parallel runs wait until those are fixed.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --maxprocesses=4 --dist loadfile
+	$(BIN)/python -m pytest -q
 
 soak: $(STAMP)
 	$(BIN)/python -m pytest -q -m soak
