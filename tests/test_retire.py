@@ -217,7 +217,9 @@ async def test_focus_tab_says_retired_and_the_palette_unretires(store, retired, 
         view = await open_tab(app, pilot, c["oven"])
         line = view.query_one(".node-retired", Static)
         day = store.get_node(c["oven"])["metadata"]["retired"]["at"][:10]
-        assert line.display and line.region.height >= 1  # on screen, not just set
+        assert line.display
+        # On screen, not just set: the layout after the tab's content arrives may take a frame more.
+        await wait_for(pilot, lambda: line.region.height >= 1, what="the retired line to be laid out")
         assert plain(line) == (f"retired · superseded in chat {c['chat'].id} on {day} — palette: Focus: un-retire\n"
                                "why: Dropped in favour of the cold smoker.")
         commands = palette(app)

@@ -87,6 +87,7 @@ class FocusPanel(Vertical):
         self._tabs: TabbedContent | None = None
         self._strip: Tabs | None = None
         self._views: dict[int, "NodeView"] = {}  # node id -> the view in its current tab
+        self._adding: set[str] = set()  # panes whose tab is being added (not yet switchable to)
         self._panes: dict[int, str] = {}  # node id -> its TabPane's id (fresh per opening, so a tab
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
@@ -192,7 +193,10 @@ class FocusPanel(Vertical):
         node_id = int(node_id)
         self._wanted = node_id
         if node_id in self._order:
-            self._activate(node_id)
+            if self._panes.get(node_id) not in self._adding:
+                self._activate(node_id)
+            # else its tab is still being added: the pending activate() below switches to it (it
+            # checks _wanted); switching now raised "No Tab with id" (the guide opened Welcome twice)
             return
         self._order.append(node_id)
         self._serial += 1
@@ -206,8 +210,13 @@ class FocusPanel(Vertical):
         self.tabs.display = True
         self.query_one(".focus-empty").display = False
 
+        self._adding.add(pane)
+
         async def activate() -> None:
-            await added
+            try:
+                await added
+            finally:
+                self._adding.discard(pane)
             if self._panes.get(node_id) == pane and self._wanted == node_id:  # not overtaken by a later open
                 self._activate(node_id)
 

@@ -152,6 +152,11 @@ def editable_fields(node: dict) -> dict[str, Any]:
     }
 
 
+def _hidden(widget: Widget) -> Widget:
+    widget.display = False
+    return widget
+
+
 class NodeView(Vertical):
     """A node, read-only, with an editor swapped in on demand."""
 
@@ -229,14 +234,14 @@ class NodeView(Vertical):
                 yield Static(Text(f"Node {self.node_id}"), classes="node-title")
                 yield Static(classes="node-fields")
                 yield Static(classes="node-status")
-                yield Static(classes="node-retired")  # shown only for a retired node (retired_text)
+                yield _hidden(Static(classes="node-retired"))  # shown only for a retired node (retired_text)
                 yield Label("Edges", classes="node-section node-edges-heading")
-                yield EdgeList(classes="node-edges")
+                yield _hidden(EdgeList(classes="node-edges"))
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")
                 yield Label("Source", classes="node-section")
-                yield Static(classes="node-source-note")
+                yield _hidden(Static(classes="node-source-note"))
                 yield Markdown(classes="node-source", open_links=False)
-                yield SourceText(classes="node-source-text", read_only=True, soft_wrap=True)
+                yield _hidden(SourceText(classes="node-source-text", read_only=True, soft_wrap=True))
 
     def _watch_loading(self, loading: bool) -> None:
         # Before the view is fully mounted Textual defers the loading cover; a reload's answer may
@@ -248,10 +253,9 @@ class NodeView(Vertical):
             self.set_loading(loading)
 
     def on_mount(self) -> None:
-        self.query_one(".node-edges", OptionList).display = False
-        self.query_one(".node-source-note", Static).display = False
-        self.query_one(".node-source-text", TextArea).display = False
-        self.query_one(".node-retired", Static).display = False
+        # The parts hidden until the node is read are hidden as they are composed (_hidden), not
+        # queried here: a tab replaced while it mounts (loading the Getting started graph opens
+        # Welcome over it) has lost its children by the time on_mount runs.
         self.loading = True
         self.load()
 
