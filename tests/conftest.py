@@ -18,6 +18,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("CAIRN_HOME", str(home / "cairn"))
     monkeypatch.setenv("HOME", str(home))
+    # One cache for the whole session (and every subprocess, which inherits the environment): the
+    # embedder's prepared graph (core/index/prepared_model.py) is made once, not once per test.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     from core.providers import local_window

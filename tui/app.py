@@ -356,9 +356,16 @@ class CairnApp(App):
         with Store(self.db) as store:
             indexer = Indexer(store)
             pending = indexer.pending_count()
-            if not pending:
+            other = indexer.other_model()
+            if other:
+                nodes = store.counts()["nodes"]
+                self.call_from_thread(self.notify, f"Re-embedding {nodes} note{'s' if nodes != 1 else ''} with "
+                                      f"{indexer.embedder.name} (the vectors were made by {other}); search by "
+                                      "meaning is partial until it finishes.", timeout=10, markup=False)
+            elif not pending:
                 return
-            self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
+            else:
+                self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
             report = indexer.run(should_stop=lambda: worker.is_cancelled)
         if report.busy or worker.is_cancelled:
             return  # the newer run (or the next start) indexes the rest and says so

@@ -16,7 +16,13 @@ from typing import Callable, Sequence
 
 from core.errors import EmbedderError
 
-MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
+# The graph run (core/index/prepared_model.py): the shipped model quantised once on this machine, or
+# the shipped file as it is. Each has its own name in the database (meta.embedder, chunks'
+# embedding_type), so vectors of the two are never mixed: a database embedded by the other is
+# re-embedded by the next index run (Indexer.ensure_embedder), with progress.
+GRAPHS = {"quantised": "all-MiniLM-L6-v2-onnx-qu8", "shipped": "all-MiniLM-L6-v2-onnx-int8"}
+GRAPH = "quantised"
+MODEL_NAME = GRAPHS[GRAPH]
 DIMENSIONS = 384
 # The model was trained on 128 word pieces and accepts 256 (its position table has 512 rows, but
 # sentence-transformers sets max_seq_length=256). The shipped tokenizer.json fixes padding and
@@ -34,6 +40,7 @@ MAX_ROWS = 64  # short texts: 64 rows of <= 16 tokens still fill a batch
 ARENA = True
 SHRINK_ARENA = False
 TRIM_AFTER_RUN = True
+TRIM_FROM_TOKENS = 512  # padded tokens (rows x longest row) below which a call does not trim
 
 
 def _package_file(distribution: str, name: str) -> Path:
@@ -73,13 +80,16 @@ def default_threads() -> int:
 class Embedder:
     """Text → unit vectors. Thread-safe; the ONNX session loads on first use."""
 
-    name = MODEL_NAME
     dimensions = DIMENSIONS
     max_tokens = MAX_TOKENS
 
     def __init__(self, threads: int | None = None, batch_size: int = BATCH_SIZE, *,
                  token_budget: int = TOKEN_BUDGET, arena: bool = ARENA, shrink: bool = SHRINK_ARENA,
-                 trim: bool = TRIM_AFTER_RUN):
+                 trim: bool = TRIM_AFTER_RUN, graph: str = GRAPH):
+        if graph not in GRAPHS:
+            raise ValueError(f"unknown graph {graph!r}; one of {', '.join(GRAPHS)}")
+        self.graph = graph
+        self.name = GRAPHS[graph]
         self.threads = threads or default_threads()
         self.batch_size = batch_size  # rows per batch (at most MAX_ROWS when batches are bounded by tokens)
         self.token_budget = token_budget  # padded tokens per batch (rows x longest row); 0: rows only
@@ -138,10 +148,29 @@ class Embedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
         options.enable_cpu_mem_arena = self.arena
+        # onnxruntime's intra-op threads spin, waiting for more work, after every run: a search's
+        # vector scan right after the query's embedding ran at half speed (22 against 11 ms at 100k
+        # vectors, 2 cores), the query's embedding itself 8.4 against 4.4 ms. Batches run as fast
+        # either way (200 vault chunks: 4.7 s both). Issue 16, bench/store.py hybrid_stages.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if self.graph == "shipped":
+            path = model_path()
+        else:
+            from core.index import prepared_model
+
+            path = prepared_model.prepare(model_path())
         try:
-            return ort.InferenceSession(str(model_path()), options, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise EmbedderError(f"Cannot load the embedding model: {exc}") from exc
+            if self.graph == "shipped":
+                raise EmbedderError(f"Cannot load the embedding model: {exc}") from exc
+        # The prepared file is unreadable (a disk error, a hand edit): made again, once.
+        prepared_model.forget()
+        path = prepared_model.prepare(model_path())
+        try:
+            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise EmbedderError(f"Cannot load the embedding model prepared at {path}: {exc}") from exc
 
     @cached_property
     def _run_options(self):
@@ -190,14 +219,17 @@ class Embedder:
         with self._lock:
             encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         done = 0
+        lengths = [len(e.ids) for e in encodings]
         try:
-            for batch in self.batches([len(e.ids) for e in encodings]):
+            for batch in self.batches(lengths):
                 out[batch] = self._embed_encoded([encodings[i] for i in batch])
                 done += len(batch)
                 if progress:
                     progress(min(1.0, done / len(texts)))
         finally:
-            if self.trim:
+            # A search's query is a few dozen tokens: its buffers are small, and trimming the heap
+            # after each (~1 ms a search) would buy nothing. A call that filled a batch trims.
+            if self.trim and max(lengths) * len(lengths) >= TRIM_FROM_TOKENS:
                 _return_freed_memory()
         return out
 

@@ -64,6 +64,14 @@ class Indexer:
     def pending_count(self) -> int:
         return self.store.db.execute("SELECT COUNT(*) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'").fetchone()[0]
 
+    def other_model(self) -> str | None:
+        """The model this database's vectors were made by, when it is not this embedder's (an upgrade
+        changed the graph): the next run re-embeds every node."""
+        name = self.store.meta("embedder")
+        if name is not None and (name != self.embedder.name or self.store.meta("dimensions") != str(self.embedder.dimensions)):
+            return name
+        return None
+
     def ensure_embedder(self) -> bool:
         """If the database was embedded by another model, recreate the vector tables and re-queue all.
 

@@ -85,7 +85,9 @@ class VectorMirror:
             idx = None
             scores = self.matrix @ query
         k = min(k, len(scores))
-        best = np.argpartition(-scores, k - 1)[:k]
+        # The k largest without negating every score first (a copy of them all: ~15 % of a search
+        # at 100k vectors, bench/store.py hybrid_stages); then only those k are sorted.
+        best = np.argpartition(scores, len(scores) - k)[len(scores) - k:]
         best = best[np.argsort(-scores[best], kind="stable")]
         rows = best if idx is None else idx[best]
         return [(int(self.rowids[r]), int(self.node_ids[r]), float(s)) for r, s in zip(rows, scores[best])]

@@ -180,25 +180,44 @@ class Searcher:
         return [Candidate(r[0], fts=-r[1], fts_rank=i + 1) for i, r in enumerate(rows)]
 
     def _best_fts_chunks(self, query: str, node_ids: list[int]) -> dict[int, int]:
-        expr = fts_query.build(query)
-        if expr is None or not node_ids:
+        """The chunk to show for each keyword hit: a node's only chunk as it is; among several, the
+        one ranked best for the query. One indexed read of the nodes' chunk ids, then per node with
+        several chunks a full-text match bounded to its chunks' rowids (FTS5 seeks a rowid range in
+        each term's list). A match over all chunks filtered afterwards cost ~8 ms a search at 100k
+        nodes (issue 16, bench/store.py hybrid_stages)."""
+        if not node_ids:
             return {}
-        rows = self.db.execute(
-            "SELECT c.node_id, f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid"
-            " WHERE chunks_fts MATCH ? AND f.rowid IN (SELECT id FROM chunks WHERE node_id IN"
-            " (SELECT value FROM json_each(?))) ORDER BY f.rank",
-            (expr, json.dumps(node_ids)),
-        ).fetchall()
-        best: dict[int, int] = {}
-        for node_id, chunk_id in rows:
-            best.setdefault(node_id, chunk_id)
+        spans = self.db.execute(
+            "SELECT node_id, MIN(id), MAX(id), COUNT(*) FROM chunks WHERE node_id IN"
+            " (SELECT value FROM json_each(?)) GROUP BY node_id", (json.dumps(node_ids),)).fetchall()
+        best = {node_id: lo for node_id, lo, _hi, count in spans if count == 1}
+        several = [(node_id, lo, hi) for node_id, lo, hi, count in spans if count > 1]
+        expr = fts_query.build(query) if several else None
+        for node_id, lo, hi in several if expr is not None else ():
+            # Chunk ids of one node are usually consecutive, but a range may hold another node's
+            # chunks (a re-index interleaved): the join keeps this node's.
+            row = self.db.execute(
+                "SELECT f.rowid FROM chunks_fts f JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH ?"
+                " AND f.rowid BETWEEN ? AND ? AND c.node_id = ? ORDER BY f.rank LIMIT 1",
+                (expr, lo, hi, node_id)).fetchone()
+            if row is not None:
+                best[node_id] = row[0]
         return best
 
     # -- vectors -----------------------------------------------------------------------------------
+    def vectors_match(self) -> bool:
+        """False while the stored vectors were made by another model than the one embedding the query
+        (an upgrade changed the graph; the next index run re-embeds): meaning search would compare
+        two spaces, so it finds nothing until then and keyword search carries on."""
+        name = self.store.meta("embedder")
+        return name is None or name == self.embedder.name
+
     def _nearest_chunks(self, qvec, k: int, dimension: str | None = None, node_id: int | None = None):
         """(chunk id, node id, cosine), best first, exact."""
         import numpy as np
 
+        if not self.vectors_match():
+            return []
         scope = None
         if node_id is not None:
             scope = [node_id]
@@ -241,7 +260,7 @@ class Searcher:
         Nodes without any vector (not indexed yet) are left out."""
         import numpy as np
 
-        if not node_ids:
+        if not node_ids or not self.vectors_match():
             return {}
         out: dict[int, float] = {}
         if self.use_mirror:

@@ -12,7 +12,11 @@ def cmd_index(args, out: Out) -> int:
 
     with open_store(args) as store:
         indexer = Indexer(store)
-        if indexer.pending_count() == 0 and not args.json:
+        other = indexer.other_model()
+        if other:
+            out.text(f"The vectors were made by {other}; re-embedding every node with {indexer.embedder.name} "
+                     "(search by meaning is partial until this finishes).")
+        elif indexer.pending_count() == 0 and not args.json:
             out.text("Nothing to index: every node is up to date.")
             return 0
         def waiting() -> None:  # one index run at a time per database (core/index/run_lock.py)

@@ -10,7 +10,7 @@ from tui.cli.common import Out, Progress, Verbs, load_config, open_store, path_a
 
 
 def cmd_doctor(args, out: Out) -> int:
-    from core.index.embedder import MODEL_NAME
+    from core.index.embedder import MODEL_NAME  # the default graph's name: what `cairn index` embeds with
     from core.ops import doctor
 
     with open_store(args) as store:
