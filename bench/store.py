@@ -46,6 +46,7 @@ HYBRID_QUERIES = 60
 EMBED_TEXTS = 1_000
 ADD_RUNS = 5
 REPEATS = 2  # embed-raw / index alternations
+VAULT_REPEATS = 1  # the vault takes minutes per configuration on a slow machine
 # "Mid-frequency" query words: found in 0.1 %–2 % of nodes (100–2,000 of 100k), never a stop-word.
 # That is the band a person's query words fall in (specific, but not rare typos); the very common
 # content words (5 %–30 % of nodes) are timed separately as a diagnostic (fts_common_*).
@@ -148,12 +149,31 @@ def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     return v
 
 
-def build_db(store: Store, titles: list[str], sources: list[str], rng: np.random.Generator) -> None:
-    """Everything in ONE transaction; the nodes/chunks triggers fill nodes_fts and chunks_fts."""
+def chunk_counts(n: int, m: int) -> np.ndarray:
+    """How many chunks each of n nodes gets so that they total m (at least one each)."""
+    counts = np.full(n, m // n, dtype=np.int64)
+    counts[: m % n] += 1
+    return np.maximum(counts, 1)
+
+
+def split_words(text: str, parts: int) -> list[str]:
+    words = text.split()
+    if parts <= 1 or len(words) < 2:
+        return [text]
+    step = max(1, -(-len(words) // parts))
+    return [" ".join(words[i:i + step]) for i in range(0, len(words), step)][:parts] or [text]
+
+
+def build_db(store: Store, titles: list[str], sources: list[str], rng: np.random.Generator,
+             chunks: int | None = None) -> None:
+    """Everything in ONE transaction; the nodes/chunks triggers fill nodes_fts and chunks_fts. A node
+    with several chunks has its text cut into that many runs of words, each with its own vector."""
     n = len(titles)
+    per_node = chunk_counts(n, chunks or n)
     stamp = clock.now()
     dims_pool = ["research", "ai", "reading", "people", "ideas", "work", "health", "travel", "code", "music"]
     batch = 10_000
+    chunk_id = 0
     with store.db.transaction() as conn:
         for lo in range(0, n, batch):
             hi = min(n, lo + batch)
@@ -167,20 +187,47 @@ def build_db(store: Store, titles: list[str], sources: list[str], rng: np.random
                 " created_at, updated_at) VALUES (?, ?, '', ?, 'note', ?, 'indexed', ?, ?, ?)",
                 rows,
             )
+            chunk_rows = []
+            for i in range(lo, hi):
+                for idx, text in enumerate(split_words(sources[i], int(per_node[i]))):
+                    chunk_id += 1
+                    chunk_rows.append((chunk_id, i + 1, idx, text, len(text),
+                                       hashlib.sha256(text.encode()).hexdigest(), stamp))
             conn.executemany(
                 "INSERT INTO chunks(id, node_id, chunk_idx, text, start_char, end_char, heading_path, content_hash,"
-                " embedding_type, created_at) VALUES (?, ?, 0, ?, 0, ?, '[]', ?, 'bench-random', ?)",
-                [(i + 1, i + 1, sources[i], len(sources[i]),
-                  hashlib.sha256(sources[i].encode()).hexdigest(), stamp) for i in range(lo, hi)],
+                " embedding_type, created_at) VALUES (?, ?, ?, ?, 0, ?, '[]', ?, 'bench-random', ?)",
+                chunk_rows,
             )
-            cv = unit_vectors(rng, hi - lo)
+            cv = unit_vectors(rng, len(chunk_rows))
             conn.executemany("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)",
-                             [(i + 1, i + 1, cv[i - lo].tobytes()) for i in range(lo, hi)])
+                             [(r[0], r[1], cv[j].tobytes()) for j, r in enumerate(chunk_rows)])
             nv = unit_vectors(rng, hi - lo)
             conn.executemany("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)",
                              [(i + 1, nv[i - lo].tobytes()) for i in range(lo, hi)])
-            log(f"  inserted {hi:,}/{n:,} nodes")
+            log(f"  inserted {hi:,}/{n:,} nodes, {chunk_id:,} chunks")
         conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
+
+
+def build_into(folder: Path, n: int, chunks: int) -> dict:
+    """Build the database in this (child) process and leave beside it what the searches need: the
+    vocabulary, the document frequencies and the random state, so the measuring process never holds
+    the corpus (its RSS is the search's own)."""
+    rng = np.random.default_rng(SEED)
+    log(f"generating {n:,} nodes, {chunks:,} chunks (vocabulary {VOCAB_SIZE:,}, Zipf s=1) in {folder}")
+    vocab = vocabulary(rng, VOCAB_SIZE)
+    titles, sources, df = make_corpus(n, rng, vocab)
+    out = {"source_words_mean": round(sum(s.count(" ") + 1 for s in sources) / n, 1)}
+    store = Store(folder / "cairn.db")
+    t = time.perf_counter()
+    build_db(store, titles, sources, rng, chunks)
+    # What the app would have done by now: move the one huge transaction out of the WAL.
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    out["build_s"] = round(time.perf_counter() - t, 1)
+    np.save(folder / "df.npy", df)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "build.json").write_text(json.dumps(out))
+    return out
 
 
 def pick_queries(rng: np.random.Generator, vocab: list[str], df: np.ndarray, n_nodes: int,
@@ -291,12 +338,14 @@ def bench_vectors(store: Store, embedder: Embedder, rng: np.random.Generator) ->
     res["numpy"] = ms_stats(timed(numpy_top10, qvecs))
     log(f"numpy reference p50 {res['numpy']['p50']} ms")
 
-    res["sqlite"] = ms_stats(timed(lambda q: slow._nearest_chunks(q, 10), qvecs[:SQLITE_VEC_QUERIES], warmup=3))
+    # sqlite-vec scans every row (~40 ms at 100k): fewer queries at larger sizes, at least 20.
+    sq = min(SQLITE_VEC_QUERIES, max(20, SQLITE_VEC_QUERIES * 100_000 // max(1, len(fast.mirror.rowids))))
+    res["sqlite"] = ms_stats(timed(lambda q: slow._nearest_chunks(q, 10), qvecs[:sq], warmup=3))
     log(f"vector (sqlite-vec) p50 {res['sqlite']['p50']} ms")
     # Diagnostic: the vec0 k-NN statement alone, to separate sqlite-vec's cost from Cairn's around it.
     knn = "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10"
     res["sqlite_knn"] = ms_stats(timed(lambda q: store.db.execute(knn, (q.tobytes(),)).fetchall(),
-                                       qvecs[:SQLITE_VEC_QUERIES // 2], warmup=3))
+                                       qvecs[:max(10, sq // 2)], warmup=3))
     log(f"vec0 k-NN statement alone p50 {res['sqlite_knn']['p50']} ms")
 
     # The three paths must agree on the ids (all exact): a fast wrong answer is no answer.
@@ -308,6 +357,30 @@ def bench_vectors(store: Store, embedder: Embedder, rng: np.random.Generator) ->
         agree += a == b == c
     res["agree"] = f"{agree}/20"
     return res
+
+
+def hybrid_stages(searcher: Searcher, embedder: Embedder, queries: list[str]) -> dict:
+    """Where a hybrid search's time goes (issue 16 item 4): the query embedding, the two searches at
+    the depths hybrid asks for, and the rest (fusion, cosines of keyword-only candidates, the rows
+    read back), each query fresh so no cache hits."""
+    t = searcher.tuning
+    parts: dict[str, list[float]] = {"query_embed": [], "fts": [], "vector": [], "total": []}
+    for i, q in enumerate(queries):
+        q = f"{q} {i}"  # distinct from every earlier query: nothing cached
+        t0 = time.perf_counter()
+        qvec = embedder.embed_one(q)
+        t1 = time.perf_counter()
+        searcher.fts_candidates(q, t.fts_candidates)
+        t2 = time.perf_counter()
+        searcher._nearest_chunks(qvec, 3 * t.vector_candidates)
+        t3 = time.perf_counter()
+        searcher.search(q + " again", mode="hybrid", limit=10)
+        t4 = time.perf_counter()
+        for key, value in (("query_embed", t1 - t0), ("fts", t2 - t1), ("vector", t3 - t2), ("total", t4 - t3)):
+            parts[key].append(value)
+    out = {key: ms_stats(values)["p50"] for key, values in parts.items()}
+    out["rest"] = round(out["total"] - out["query_embed"] - out["fts"] - out["vector"], 3)
+    return out
 
 
 def bench_embed_and_index(tmp: Path, embedder: Embedder, rng: np.random.Generator) -> dict:
@@ -341,6 +414,20 @@ def bench_embed_and_index(tmp: Path, embedder: Embedder, rng: np.random.Generato
             counts = store.counts()
             assert counts["pending"] == 0 and counts["errors"] == 0, counts
             log(f"1,000 add_node: {add_times[-1]:.3f} s; index: {index_rates[-1]:.1f} texts/s ({report.as_dict()})")
+    # The same pipeline with the embedder as it was before issue 16 (BEFORE_ISSUE_16), in this run.
+    before = Embedder(**BEFORE_ISSUE_16)
+    before.embed(natural_sentences(np.random.default_rng(SEED + 7), 256))
+    before_rates = []
+    for rep in range(REPEATS):
+        with Store(tmp / f"index-before{rep}.db") as store:
+            for text in texts:
+                store.add_node(title_from_text(text), text)
+            t = time.perf_counter()
+            Indexer(store, before).run()
+            before_rates.append(EMBED_TEXTS / (time.perf_counter() - t))
+            log(f"index with the embedder before issue 16: {before_rates[-1]:.1f} texts/s")
+    res["index_per_s_before_issue_16"] = round(max(before_rates), 1)
+    del before
     res["embed_raw_per_s"] = round(max(raw_rates), 1)
     res["index_per_s"] = round(max(index_rates), 1)
     res["add_1000_s"] = round(min(add_times), 3)
@@ -354,6 +441,48 @@ def bench_embed_and_index(tmp: Path, embedder: Embedder, rng: np.random.Generato
     raw_tok = sum(embedder.count_tokens(x) for x in texts)
     res["index_tokens_vs_raw"] = round(sum(embedder.count_tokens(x) for x in inputs) / raw_tok, 3)
     return res
+
+
+VAULT = ROOT.parent / "shared" / "evaldata" / "vault-obsidian-tasks-docs"
+# The embedder as it was before issue 16: 32 texts per batch whatever their length, no heap trim,
+# the shipped graph (its int8 weights folded back to float32 by onnxruntime at every load).
+BEFORE_ISSUE_16 = {"token_budget": 0, "trim": False, "graph": "shipped"}
+
+
+def bench_vault(tmp: Path) -> dict:
+    """Importing the shared Obsidian Tasks vault and indexing it, with today's embedder and with the
+    embedder as it was before issue 16, in this one run (alternating, best of VAULT_REPEATS each): the
+    real chunk lengths of a real vault, where batches of short sentences say little."""
+    if not VAULT.is_dir():
+        return {"vault": f"skipped: {VAULT} is absent"}
+    from core.vault.sync import import_vault
+
+    runs: dict[str, list[dict]] = {"before": [], "now": []}
+    for rep in range(VAULT_REPEATS):
+        for name, settings in (("before", BEFORE_ISSUE_16), ("now", {})):
+            embedder = Embedder(**settings)
+            t = time.perf_counter()
+            embedder.load()
+            load_s = time.perf_counter() - t
+            with Store(tmp / f"vault-{name}-{rep}.db") as store:
+                t = time.perf_counter()
+                import_vault(store, VAULT)
+                import_s = time.perf_counter() - t
+                t = time.perf_counter()
+                report = Indexer(store, embedder).run()
+                index_s = time.perf_counter() - t
+                texts = [r[0] for r in store.db.execute("SELECT text FROM chunks")]
+            tokens = sum(embedder.count_tokens(x) for x in texts)
+            runs[name].append({"model_load_s": round(load_s, 2), "import_s": round(import_s, 2),
+                               "index_s": round(index_s, 2), "total_s": round(load_s + import_s + index_s, 2),
+                               "chunks": report.chunks, "tokens": tokens,
+                               "tokens_per_s": round(tokens / index_s, 1)})
+            log(f"vault {name} #{rep + 1}: {runs[name][-1]}")
+            del embedder
+    best = {name: min(r, key=lambda x: x["total_s"]) for name, r in runs.items()}
+    return {"vault": {"notes_folder": VAULT.name, "before_issue_16": best["before"], "now": best["now"],
+                      "speedup_total": round(best["before"]["total_s"] / best["now"]["total_s"], 2),
+                      "speedup_tokens_per_s": round(best["now"]["tokens_per_s"] / best["before"]["tokens_per_s"], 2)}}
 
 
 class _OneChunk:
@@ -389,33 +518,48 @@ def bench_add(db_path: Path, tmp: Path) -> dict:
     return res
 
 
+def rss_now() -> dict:
+    """This process's resident memory now (VmRSS) and its peak so far (VmHWM), in MB."""
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                out["steady_mb" if line.startswith("VmRSS") else "peak_mb"] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=100_000)
+    ap.add_argument("--chunks", type=int, default=None, help="chunk vectors in all (default: one per node)")
     ap.add_argument("--quick", action="store_true", help="10k nodes")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (path printed on stderr)")
+    ap.add_argument("--reuse", type=Path, help="a folder kept by --keep with the same --nodes/--chunks: skip the build")
+    ap.add_argument("--searches-only", action="store_true",
+                    help="skip embedding, indexing and `cairn add` (the scale runs)")
+    ap.add_argument("--build-into", type=Path, help=argparse.SUPPRESS)  # the child that builds the database
     args = ap.parse_args()
     n = 10_000 if args.quick else args.nodes
-    rng = np.random.default_rng(SEED)
-    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-store-"))
+    m = args.chunks or n
+    if args.build_into:
+        build_into(args.build_into, n, m)
+        return 0
+    rng = np.random.default_rng(SEED + 1)
+    tmp = args.reuse or Path(tempfile.mkdtemp(prefix="cairn-bench-store-"))
     out: dict = {"bench": "store", "nodes": n}
     try:
-        log(f"generating {n:,} nodes (vocabulary {VOCAB_SIZE:,}, Zipf s=1) in {tmp}")
-        vocab = vocabulary(rng, VOCAB_SIZE)
-        titles, sources, df = make_corpus(n, rng, vocab)
-        out["source_words_mean"] = round(sum(s.count(" ") + 1 for s in sources) / n, 1)
+        if not (tmp / "build.json").is_file():
+            subprocess.run([sys.executable, __file__, "--build-into", str(tmp), "--nodes", str(n), "--chunks", str(m)],
+                           check=True)
+        out.update(json.loads((tmp / "build.json").read_text()))
+        df = np.load(tmp / "df.npy")
+        vocab = json.loads((tmp / "vocab.json").read_text())
         db_path = tmp / "cairn.db"
         store = Store(db_path)
-        t = time.perf_counter()
-        build_db(store, titles, sources, rng)
-        # What the app would have done by now: move the one huge transaction out of the WAL.
-        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        out["build_s"] = round(time.perf_counter() - t, 1)
-        del titles, sources
         c = store.counts()
         out["nodes"], out["chunks"] = c["nodes"], c["chunks"]
         out["db_mb"] = round(sum(p.stat().st_size for p in tmp.glob("cairn.db*")) / 2**20, 1)
-        log(f"built in {out['build_s']} s: {c['nodes']:,} nodes, {c['chunks']:,} chunks, {out['db_mb']} MB")
+        log(f"database: {c['nodes']:,} nodes, {c['chunks']:,} chunks, {out['db_mb']} MB")
 
         # FTS: 1–3 mid-frequency words (see MID_DF), as fts_candidates(query, 10) does for the UI.
         searcher = Searcher(store)
@@ -452,11 +596,19 @@ def main() -> int:
         s = ms_stats(times)
         out["hybrid_p50_ms"], out["hybrid_p95_ms"] = s["p50"], s["p95"]
         log(f"hybrid p50 {s['p50']} ms, p95 {s['p95']} ms")
+        out["hybrid_stages_p50_ms"] = hybrid_stages(hybrid, embedder, pick_queries(rng, vocab, df, n, MID_DF, HYBRID_QUERIES))
+        log(f"hybrid by stage (p50 ms): {out['hybrid_stages_p50_ms']}")
         qe = ms_stats(timed(lambda q: embedder.embed_one(q), hq[:HYBRID_QUERIES], warmup=3))
         out["query_embed_p50_ms"] = qe["p50"]
+        # The searching process's own memory (the database was built by a child): the mirror, the
+        # model, SQLite's page cache, after every search above.
+        out["search_rss_mb"] = rss_now()
+        log(f"searching process RSS: {out['search_rss_mb']}")
 
-        out.update(bench_embed_and_index(tmp, embedder, rng))
-        out.update(bench_add(db_path, tmp))
+        if not args.searches_only:
+            out.update(bench_embed_and_index(tmp, embedder, rng))
+            out.update(bench_vault(tmp))
+            out.update(bench_add(db_path, tmp))
         store.close()
         out["rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         out["cores"] = len(os.sched_getaffinity(0))
@@ -468,12 +620,18 @@ def main() -> int:
             "fts_p50_ms<=5": check(out["fts_p50_ms"], out["fts_p50_ms"] <= 5),
             "vector_p50_ms<=2*numpy_p50_ms": check(out["vector_p50_ms"], out["vector_p50_ms"] <= 2 * out["numpy_p50_ms"]),
             "hybrid_p50_ms<=40": check(out["hybrid_p50_ms"], out["hybrid_p50_ms"] <= 40),
-            "index_per_s>=0.85*embed_raw_per_s": check(out["index_per_s"], out["index_per_s"] >= 0.85 * out["embed_raw_per_s"]),
-            "add_ms<=300": check(out["add_ms"], out["add_ms"] is not None and out["add_ms"] <= 300),
+            "hybrid_p50_ms<=3*numpy_p50_ms": check(out["hybrid_p50_ms"], out["hybrid_p50_ms"] <= 3 * out["numpy_p50_ms"]),
+            "vector_p50_ms<=1.5*numpy_p50_ms": check(out["vector_p50_ms"], out["vector_p50_ms"] <= 1.5 * out["numpy_p50_ms"]),
+            "index_per_s>=0.85*embed_raw_per_s": check(out.get("index_per_s"), out.get("index_per_s", 0) >= 0.85 * out.get("embed_raw_per_s", 0)),
+            "index_per_s>=0.95*before_issue_16": check(out.get("index_per_s"), out.get("index_per_s", 0)
+                                                       >= 0.95 * out.get("index_per_s_before_issue_16", 0)),
+            "add_ms<=300": check(out.get("add_ms"), out.get("add_ms") is not None and out["add_ms"] <= 300),
+            "vault_speedup_total>=2": check(out.get("vault") if isinstance(out.get("vault"), dict) else None,
+                                            isinstance(out.get("vault"), dict) and out["vault"]["speedup_total"] >= 2),
         }
         out["total_s"] = round(time.perf_counter() - _T0, 1)
     finally:
-        if args.keep:
+        if args.keep or args.reuse:
             log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -71,11 +71,20 @@ def test_an_unreadable_prepared_file_is_made_again(monkeypatch, tmp_path):
 
 
 def test_without_the_onnx_package_the_error_says_how_to_get_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(prepared_model, "cache_dir", lambda: tmp_path / "models")
     monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)  # as if onnx were not installed
+    target = tmp_path / "model.onnx"
     with pytest.raises(EmbedderError, match="needs the onnx package.*reinstall Cairn"):
-        Embedder().embed(TEXTS[:1])
-    assert not prepared_model.prepared_path().exists()
+        prepared_model._quantise(model_path(), target)  # what the preparing child runs
+    assert not target.exists()
+
+
+def test_a_failure_in_the_preparing_process_is_one_clear_sentence_and_leaves_no_file(monkeypatch, tmp_path):
+    monkeypatch.setattr(prepared_model, "cache_dir", lambda: tmp_path / "models")
+    broken = tmp_path / "shipped.onnx"
+    broken.write_bytes(b"\x00" * 100)  # not a model
+    with pytest.raises(EmbedderError, match=r"^Cannot prepare the embedding model from .*shipped\.onnx"):
+        prepared_model.prepare(broken)
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [".prepare.lock"]
 
 
 def test_a_cache_folder_that_cannot_be_written_is_a_clear_error(monkeypatch, tmp_path):

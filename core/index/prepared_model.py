@@ -18,7 +18,9 @@ Linux): it is derived data, made again in a few seconds if deleted, shared by ev
 `$CAIRN_HOME`, and left out of backups. Its name carries what it was made from (the model package's
 version, onnxruntime's and onnx's versions, the recipe), so an upgrade of any of them prepares a new one.
 Two processes preparing at once: one waits for the other (a file lock); the file appears whole or not
-at all (written beside it, then renamed).
+at all (written beside it, then renamed). The work runs in a child process (`python -m
+core.index.prepared_model SHIPPED TARGET`): onnx holds the whole graph in protobuf objects several
+times over (~300 MB at its peak), and the app that asked should not keep that heap.
 """
 
 from __future__ import annotations
@@ -67,8 +69,25 @@ def prepare(shipped: Path, folder: Path | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process preparing: wait for it, then use its file
         if target.is_file():
             return target
-        _quantise(shipped, target)
+        _quantise_in_child(shipped, target)
     return target
+
+
+def _quantise_in_child(shipped: Path, target: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]  # the folder holding `core`: the child imports it as we did
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")])))
+    try:
+        done = subprocess.run([sys.executable, "-m", "core.index.prepared_model", str(shipped), str(target)],
+                              capture_output=True, text=True, env=env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EmbedderError(f"Cannot prepare the embedding model: {exc}") from exc
+    if done.returncode != 0 or not target.is_file():
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        raise EmbedderError(lines[-1].removeprefix("core.errors.EmbedderError: ") if lines else
+                            f"Cannot prepare the embedding model (the preparing process exited {done.returncode}).")
 
 
 def forget(folder: Path | None = None) -> None:
@@ -108,3 +127,13 @@ def _quantise(shipped: Path, target: Path) -> None:
                                 f"{exc.strerror or exc}.") from exc
         except Exception as exc:  # onnxruntime and onnx raise their own types
             raise EmbedderError(f"Cannot prepare the embedding model from {shipped}: {exc}") from exc
+
+
+if __name__ == "__main__":  # the child of _quantise_in_child
+    import sys
+
+    try:
+        _quantise(Path(sys.argv[1]), Path(sys.argv[2]))
+    except EmbedderError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
