@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Header
 
 from core.chat.focus import Focus
+from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
@@ -68,7 +69,17 @@ class CairnApp(App):
         self._quitting = False  # set when shutdown begins: a mount not started by then never starts
         self._right_mounted = asyncio.Event()  # once it ended (mounted, or cut short by a close)
         self._marked = None  # the pane shown as holding the keyboard
+        self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded and self._handoff.intercept(event):
+            return  # held until the keyboard has moved (tui/key_handoff.py)
+        await super().on_event(event)
+
+    async def handle_key_now(self, event: events.Key) -> None:
+        """A held key, handled as if it had just arrived."""
+        await super().on_event(event)
 
     @property
     def available_themes(self):

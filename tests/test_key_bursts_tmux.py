@@ -1,0 +1,80 @@
+"""Keys land where the user aimed them (issue 17): a burst typed as one `tmux send-keys` (a fast
+typist, a paste, a laggy SSH link), right after a key that moves the keyboard, at 80 and 130
+columns, while the app is still indexing the Getting started graph it has just loaded.
+
+Before tui/key_handoff.py, `/find` at 80x24 opened the search but `i` reached the Focus panel (the
+Integrate dialog); at 130 columns the search box stayed empty and `d` cycled the node list's
+dimension filter. No waits between the keys of a burst: that is the point.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import time
+
+import pytest
+
+from test_e2e_tmux import CAIRN, Terminal, flat, pane
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="tmux is not on PATH; the key-burst test runs the real app in a tmux pane")
+
+
+def start(tmp_path, width: int, height: int) -> Terminal:
+    home, cairn_home = tmp_path / "home", tmp_path / "cairn"
+    home.mkdir()
+    command = (f"env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u ANTHROPIC_BASE_URL -u OPENAI_BASE_URL "
+               f"-u CAIRN_DEBUG -u COLUMNS -u LINES CAIRN_HOME={shlex.quote(str(cairn_home))} "
+               f"HOME={shlex.quote(str(home))} {shlex.quote(str(CAIRN))}; "
+               f'echo "[cairn exited with status $?]"; exec sleep 120')
+    t = Terminal(tmp_path, width, height)
+    t.start(command)
+    t.wait_text("Welcome to Cairn", "Load Getting started (g)")
+    t.keys("g")
+    # Welcome opens in Focus, which takes the keyboard; the 14 notes are indexed in the background.
+    t.wait_for("the guide's Welcome node open", lambda s: "Load Getting started" not in s and "Focus · 1 open" in s)
+    return t
+
+
+def nodes_pane(screen: str) -> list[str]:
+    """The Nodes pane's lines (at 80 columns the only pane shown after `/`)."""
+    return pane(screen, 0) or screen.split("\n")
+
+
+def search_line(screen: str, text: str) -> str | None:
+    """The line of the Nodes pane that shows `text` (the search box), if any."""
+    return next((line for line in nodes_pane(screen) if text in line), None)
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (130, 40)])
+def test_keys_typed_after_slash_reach_the_search_box_while_the_app_indexes(tmp_path, width, height):
+    assert CAIRN.exists(), f"the console script is not installed at {CAIRN} (pip install -e .)"
+    t = start(tmp_path, width, height)
+    try:
+        t.type("/find")  # one burst, while the guide is still being indexed
+        line = t.wait_for("'find' in the search box", lambda s: search_line(s, "find"))
+        screen = t.last
+        assert "Integrate" not in screen, t.fail("`i` reached the Focus panel (the Integrate dialog opened)")
+        assert "#" not in line, t.fail("`d` reached the node list (it wrote a #dimension into the search)")
+
+        # ctrl+n and a title in one burst: the capture dialog's title field gets every letter.
+        t.keys("C-n", *"Burst")
+        t.wait_for("'Burst' in the capture dialog", lambda s: "Quick capture" in s and "Burst" in s)
+        # escape (twice: something was typed), then / and more letters at once: out of the dialog,
+        # into the search box. Each escape is followed by a pause: an escape byte with another byte
+        # less than Textual's ESCAPE_DELAY (100 ms) behind it is read as alt+key, the terminal's own
+        # encoding of alt, which no terminal program can tell apart. Nothing waits for the dialog.
+        t.keys("Escape")
+        time.sleep(0.3)
+        t.keys("Escape")  # the second escape discards what was typed
+        time.sleep(0.3)
+        t.type("/xy")
+        t.wait_for("the dialog closed and 'xy' searched",
+                   lambda s: "Quick capture" not in s and search_line(s, "xy"))
+        # ctrl+l and a question in one burst: the chat input gets it all.
+        t.keys("C-l", *"hello")
+        t.wait_for("'hello' in the chat input", lambda s: "hello" in s and "Quick capture" not in s)
+        assert "[cairn exited" not in t.screen(), t.fail("the app exited")
+    finally:
+        t.close()
