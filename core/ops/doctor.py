@@ -28,7 +28,7 @@ class Finding:
 
 
 # Problems `cairn doctor --repair` cannot fix; each one's detail says what to do instead.
-NOT_REPAIRABLE = frozenset({"sqlite_integrity", "link_dictionary", "read_only"})
+NOT_REPAIRABLE = frozenset({"sqlite_integrity", "link_dictionary", "read_only", "log_file"})
 
 
 @dataclass
@@ -142,6 +142,7 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
 
     _retention(store, retention_policy, repair, report)
     _link_dictionary(report)
+    _log_file(report)
 
     if repair:
         requeue |= set(errors)
@@ -161,6 +162,16 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
             elif f.check == "index_errors" and f.count:
                 f.repaired = remaining_errors == 0
     return report
+
+
+def _log_file(report: DoctorReport) -> None:
+    """Where errors and their tracebacks are written (core/logfile.py), and whether it can be."""
+    from core import logfile
+
+    path = logfile.log_path()
+    problem = logfile.writable()
+    report.findings.append(Finding("log_file", 0, f"errors are logged to {path}") if problem is None else Finding(
+        "log_file", 1, f"cannot write the log file {path}: {problem}; errors are shown but not logged"))
 
 
 def _link_dictionary(report: DoctorReport) -> None:

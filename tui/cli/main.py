@@ -8,6 +8,7 @@ onnxruntime only by verbs that embed, so `cairn add` stays fast.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Sequence
@@ -16,6 +17,8 @@ from core.errors import CairnError
 from tui.cli import (app, chat, chats, config, distil, evaluate, index, mcp, nodes, ops, retire, search, skills,
                      vault, workflows)
 from tui.cli.common import Out, UsageError, Verbs, path_arg
+
+log = logging.getLogger("cairn.cli")
 
 # The order `cairn --help` lists the verbs in.
 VERB_MODULES = (nodes, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows, mcp,
@@ -66,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = getattr(args, "debug", False) or bool(os.environ.get("CAIRN_DEBUG"))
     out = Out(getattr(args, "json", False))
     func = getattr(args, "func", app.open_app)
+    from core import logfile
+
+    logfile.setup()  # opened at the first line logged; a home that cannot be written says so once
+    verb = getattr(args, "verb", None) or "app"
     try:
         return func(args, out)
     except UsageError as exc:
@@ -74,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cairn: {exc}", file=sys.stderr)
         return 2
     except CairnError as exc:
+        log.warning("cairn %s: %s: %s", verb, type(exc).__name__, exc)
         if debug:
             raise
         print(f"cairn: {exc}", file=sys.stderr)
@@ -84,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: a sentence, not a traceback
+        log.error("cairn %s: unexpected error", verb, exc_info=exc)
         if debug:
             raise
-        print(f"cairn: unexpected error: {type(exc).__name__}: {exc} (run with --debug for details)", file=sys.stderr)
+        print(f"cairn: unexpected error: {type(exc).__name__}: {exc} (the traceback is in "
+              f"{logfile.log_path()}; --debug shows it here)", file=sys.stderr)
         return 1
