@@ -41,6 +41,7 @@ class CairnApp(App):
         Binding("ctrl+l", "focus_chat", "Chat", id="focus_chat"),
         Binding("f2", "toggle_viewer", "Context", id="toggle_viewer"),
         Binding("f3", "cycle_pane", "Next pane", id="cycle_pane"),
+        Binding("f4", "journal_today", "Today", id="journal_today", show=False),  # in the palette, f1, README
         Binding("f1", "help", "Help", id="help"),
         Binding("L", "link_suggestions", "Link suggestions", id="link_suggestions", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
@@ -76,6 +77,13 @@ class CairnApp(App):
         if isinstance(event, events.Key) and not event.is_forwarded and self._handoff.intercept(event):
             return  # held until the keyboard has moved (tui/key_handoff.py)
         await super().on_event(event)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error that stops the app: its traceback goes to the log file too (core/logfile.py)."""
+        import logging
+
+        logging.getLogger("cairn.app").error("the app stopped on an error", exc_info=error)
+        super()._handle_exception(error)
 
     async def handle_key_now(self, event: events.Key) -> None:
         """A held key, handled as if it had just arrived."""
@@ -259,6 +267,18 @@ class CairnApp(App):
         if isinstance(self.screen, QuickCapture):
             return
         self.push_screen(QuickCapture(self.services), self._captured)
+
+    def action_journal_today(self) -> None:
+        """f4: an entry for today's journal note (core/graph/journal.py); the note opens in Focus."""
+        from tui.screens.journal_entry import JournalEntry
+
+        if isinstance(self.screen, JournalEntry):
+            return
+        self.push_screen(JournalEntry(self.services), self._journal_written)
+
+    def _journal_written(self, node_id: int | None) -> None:
+        if node_id is not None:
+            self.query_one(FocusPanel).open_node(node_id)
 
     def _captured(self, node_id: int | None) -> None:
         if node_id is not None:

@@ -40,6 +40,37 @@ def cmd_add(args, out: Out) -> int:
     return 0
 
 
+def cmd_today(args, out: Out) -> int:
+    """Append a timestamped entry to today's journal note, or show the note."""
+    from core.graph import journal
+
+    with open_store(args) as store:
+        if args.text is None:
+            node = journal.find(store, journal.local_now().date())
+            if node is None:
+                if out.as_json:
+                    out.json(None)
+                else:
+                    out.text("Nothing in today's journal yet: `cairn today TEXT` adds an entry.")
+                return 0
+            created = False
+        else:
+            text = text_arg(args.text) or ""
+            node, created = journal.append(store, text)
+            before = [e for e in store.edges(node["id"], "out") if e["explanation"] == journal.EXPLANATION] if created else []
+    if out.as_json:
+        out.json(node)
+    elif args.text is None:
+        out.text((f"{node['title']}", "bold"), f"  (node {node['id']})")
+        out.text(node["source"].rstrip("\n"))
+    else:
+        note = f"Added to {node['title']} (node {node['id']})"
+        if created:
+            note += " — a new note for today" + (f", linked to {before[0]['to_title']}" if before else "")
+        out.text(note + ".")
+    return 0
+
+
 def cmd_show(args, out: Out) -> int:
     with open_store(args, readonly=True) as store:
         node = store.get_node(args.id)
@@ -177,6 +208,9 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--type", default="note", help="the node's type (default: note)")
     p.add_argument("--url", metavar="URL", help="capture a web page: its main text, title, author and date")
     p.add_argument("--again", action="store_true", help="with --url: capture even if a node already links to it")
+
+    p = verbs.add("today", cmd_today, "add a timestamped entry to today's journal note (no text: show it)")
+    p.add_argument("text", nargs="?", help="the entry, or - to read it from stdin")
 
     p = verbs.add("show", cmd_show, "show a node with its edges")
     p.add_argument("id", type=id_arg, help="the node's id")

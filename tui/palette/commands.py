@@ -43,6 +43,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
 
             yield from unretire_commands(app, view)  # "Focus: un-retire", for a retired node only
 
+    yield SystemCommand("Journal: today's note", "Add a timestamped entry to today's journal note (f4)",
+                        app.action_journal_today)
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
     yield SystemCommand("Chat: earlier chats", "Resume a conversation (ctrl+o)", _chat_action(app, "action_chat_list"))
