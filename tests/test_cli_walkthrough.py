@@ -64,7 +64,8 @@ def _readme_rows() -> dict[str, str]:
 def _verbs():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    return sub.choices
+    # `__complete` is the completion scripts' callback (tui/cli/completion.py), not a verb for people
+    return {name: p for name, p in sub.choices.items() if not name.startswith("__")}
 
 
 def test_readme_table_names_every_verb_and_each_of_its_options():

@@ -175,7 +175,9 @@ def add_provider_options(p: argparse.ArgumentParser, provider_help: str, model_h
 class Verbs:
     """The `cairn` subcommands: each verb module's register() adds its verbs here, in help order."""
 
-    def __init__(self, sub, shared: argparse.ArgumentParser, reader: argparse.ArgumentParser):
+    def __init__(self, sub, shared: argparse.ArgumentParser, reader: argparse.ArgumentParser,
+                 root: argparse.ArgumentParser | None = None):
+        self.root = root  # the whole `cairn` parser (the shell completion reads it)
         self._sub = sub
         self._shared = shared  # --db, --debug
         self._reader = reader  # --json
@@ -187,6 +189,12 @@ class Verbs:
         p.set_defaults(func=func)
         if not with_json:
             p.set_defaults(json=False)
+        return p
+
+    def add_hidden(self, name: str, func: Callable[[argparse.Namespace, Out], int]) -> argparse.ArgumentParser:
+        """A verb for Cairn's own scripts (the shell completion's `__complete`), left out of --help."""
+        p = self._sub.add_parser(name, add_help=False)
+        p.set_defaults(func=func, json=False)
         return p
 
 

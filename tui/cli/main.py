@@ -14,15 +14,15 @@ import sys
 from typing import Sequence
 
 from core.errors import CairnError
-from tui.cli import (app, chat, chats, config, distil, evaluate, index, mcp, nodes, ops, retire, search, skills,
-                     vault, workflows)
+from tui.cli import (app, chat, chats, completion, config, distil, evaluate, index, mcp, nodes, ops, retire, search,
+                     skills, vault, workflows)
 from tui.cli.common import Out, UsageError, Verbs, path_arg
 
 log = logging.getLogger("cairn.cli")
 
 # The order `cairn --help` lists the verbs in.
 VERB_MODULES = (nodes, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows, mcp,
-                evaluate)
+                evaluate, completion)
 
 
 def _version() -> str:
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cairn: a terminal-first knowledge graph. Run without a verb to open the app.",
     )
     parser.add_argument("--version", action=_VersionAction)
-    verbs = Verbs(parser.add_subparsers(dest="verb", metavar="VERB"), shared, reader)
+    verbs = Verbs(parser.add_subparsers(dest="verb", metavar="VERB"), shared, reader, root=parser)
     for module in VERB_MODULES:
         module.register(verbs)
     return parser
