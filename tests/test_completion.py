@@ -33,7 +33,9 @@ def test_verbs_options_and_choices_complete_from_the_parser():
 def test_a_node_id_completes_with_its_title_from_the_database_on_the_line(tmp_path, store, db_path):
     a = store.add_node("Sourdough starter", "")
     b = store.add_node("Garden\nplan", "")
-    store.update_node(a["id"], source="fed it")  # most recently changed first
+    store.update_node(a["id"], source="fed it")
+    # most recently changed first (stamped apart: two writes can share a millisecond)
+    store.db.execute("UPDATE nodes SET updated_at = '2099-01-01T00:00:00.000Z' WHERE id = ?", (a["id"],))
     found = candidates(build_parser(), ["show", "--db", str(db_path), ""])
     assert found == [(str(a["id"]), "Sourdough starter"), (str(b["id"]), "Garden plan")]
     assert candidates(build_parser(), ["link", "--db", str(db_path), str(a["id"]), str(b["id"])]) == [

@@ -571,7 +571,8 @@ async def open_review(pilot, app, chat_id, anth):
     from tui.screens.distil_review import DistilReviewScreen
     from tui.widgets.chat_pane import ChatPane
 
-    pane = app.query_one(ChatPane)
+    pane, _viewer = await app.right_panes()  # mounted after the first frame
+    assert isinstance(pane, ChatPane)
     pane.make_provider = lambda cfg: anthropic_provider(anth)
     pane.load_chat(chat_id)
     await wait_for(pilot, lambda: pane.chat_id == chat_id, what="the chat to load")
