@@ -164,7 +164,8 @@ def terminal(tmp_path):
         term.close()
 
 
-def test_a_session_over_ssh(tmp_path, terminal):
+def cairn_in_a_fresh_home(tmp_path) -> str:
+    """The pane's command: the real `cairn`, offline, on a fresh CAIRN_HOME and HOME."""
     assert CAIRN.exists(), f"the console script is not installed at {CAIRN} (pip install -e .)"
     home, cairn_home = tmp_path / "home", tmp_path / "cairn"
     home.mkdir()
@@ -172,12 +173,15 @@ def test_a_session_over_ssh(tmp_path, terminal):
     # which Textual would believe over the pane's real size.
     # The pane's shell says how cairn exited and stays, as a login shell would (tmux's own
     # #{pane_dead_status} proved unreliable here, and a dying pane can lose its last output).
-    command = (f"env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u ANTHROPIC_BASE_URL -u OPENAI_BASE_URL "
-               f"-u CAIRN_DEBUG -u COLUMNS -u LINES CAIRN_HOME={shlex.quote(str(cairn_home))} "
-               f"HOME={shlex.quote(str(home))} {shlex.quote(str(CAIRN))}; "
-               f'echo "[cairn exited with status $?]"; exec sleep 120')
+    return (f"env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u ANTHROPIC_BASE_URL -u OPENAI_BASE_URL "
+            f"-u CAIRN_DEBUG -u COLUMNS -u LINES CAIRN_HOME={shlex.quote(str(cairn_home))} "
+            f"HOME={shlex.quote(str(home))} {shlex.quote(str(CAIRN))}; "
+            f'echo "[cairn exited with status $?]"; exec sleep 120')
+
+
+def test_a_session_over_ssh(tmp_path, terminal):
     t = terminal
-    t.start(command)
+    t.start(cairn_in_a_fresh_home(tmp_path))
 
     # First run on an empty database: the welcome offers the Getting started graph.
     t.wait_text("Welcome to Cairn", "Load Getting started (g)")

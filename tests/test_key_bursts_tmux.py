@@ -9,27 +9,20 @@ dimension filter. No waits between the keys of a burst: that is the point.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import time
 
 import pytest
 
-from test_e2e_tmux import CAIRN, Terminal, flat, pane
+from test_e2e_tmux import Terminal, cairn_in_a_fresh_home, pane
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
                                 reason="tmux is not on PATH; the key-burst test runs the real app in a tmux pane")
 
 
 def start(tmp_path, width: int, height: int) -> Terminal:
-    home, cairn_home = tmp_path / "home", tmp_path / "cairn"
-    home.mkdir()
-    command = (f"env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY -u ANTHROPIC_BASE_URL -u OPENAI_BASE_URL "
-               f"-u CAIRN_DEBUG -u COLUMNS -u LINES CAIRN_HOME={shlex.quote(str(cairn_home))} "
-               f"HOME={shlex.quote(str(home))} {shlex.quote(str(CAIRN))}; "
-               f'echo "[cairn exited with status $?]"; exec sleep 120')
     t = Terminal(tmp_path, width, height)
-    t.start(command)
+    t.start(cairn_in_a_fresh_home(tmp_path))
     t.wait_text("Welcome to Cairn", "Load Getting started (g)")
     t.keys("g")
     # Welcome opens in Focus, which takes the keyboard; the 14 notes are indexed in the background.
@@ -49,7 +42,6 @@ def search_line(screen: str, text: str) -> str | None:
 
 @pytest.mark.parametrize("width,height", [(80, 24), (130, 40)])
 def test_keys_typed_after_slash_reach_the_search_box_while_the_app_indexes(tmp_path, width, height):
-    assert CAIRN.exists(), f"the console script is not installed at {CAIRN} (pip install -e .)"
     t = start(tmp_path, width, height)
     try:
         t.type("/find")  # one burst, while the guide is still being indexed
