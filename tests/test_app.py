@@ -146,8 +146,13 @@ async def test_notifications_show_top_right_clear_of_the_chat_input(store, db_pa
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await app.right_panes()
         app.notify("Indexed 3 notes in 0.2 s.")
-        await pilot.pause(0.2)
-        toast = next(w for w in app.screen.walk_children() if isinstance(w, Toast))
+
+        def toast_shown():
+            toasts = [w for w in app.screen.walk_children() if isinstance(w, Toast)]
+            return toasts[0] if toasts and toasts[0].region.area else None
+
+        await wait_for(pilot, toast_shown, what="the toast laid out")  # a slow machine: no fixed pause
+        toast = toast_shown()
         chat_input = app.query_one(ChatInput)
         assert toast.region.y < 10 and toast.region.right > 120  # under the header, on the right
         assert not toast.region.overlaps(chat_input.region)

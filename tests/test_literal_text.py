@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from core.safe_text import printable
 from core.graph.store import Store
+from tui_support import wait_for
 
 MARKUP = "[bold]x[/bold] [link=https://evil]y[/link] [/] [red]z"
 ESCAPES = ("\x1b[31mRED\x1b[0m \x1b]8;;http://x\x07click\x1b]8;;\x07 \x1b]52;c;aGVsbG8=\x07 \x9b2J \x1b[2J"
@@ -152,8 +153,9 @@ async def test_tui_shows_hostile_node_literally(hostile, monkeypatch):
         assert "desc [bold]x[/bold]" in fields and not RAW_CONTROL.findall(fields.replace("\n", ""))
         source = view.query_one(".node-source").source
         assert "zebraword body [bold]x[/bold]" in source and not RAW_CONTROL.findall(source.replace("\n", ""))
-        await pilot.pause(0.1)
-        screen = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        rendered = lambda: "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        await wait_for(pilot, lambda: "[link=https://evil]y[/link]" in rendered(), what="the view painted")
+        screen = rendered()
         assert not RAW_CONTROL.findall(screen.replace("\n", "")), RAW_CONTROL.findall(screen)
         assert "[bold]x[/bold]" in screen
         assert "[link=https://evil]y[/link]" in screen
