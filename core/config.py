@@ -152,6 +152,14 @@ class MemorySettings:
 
 
 @dataclass
+class HistorySettings:
+    """the history of every write to a node or an edge (cairn history, the History view)"""
+
+    keep_versions: int = setting(200, "changes kept per node, newest first (pruned when the app or the MCP server "
+                                      "starts, and by cairn doctor); 0 = keep every change", _zero_or_more)
+
+
+@dataclass
 class UiSettings:
     """how the app looks"""
 
@@ -194,6 +202,7 @@ class Config:
     privacy: PrivacySettings = table(PrivacySettings)
     mcp: McpSettings = table(McpSettings)
     memory: MemorySettings = table(MemorySettings)
+    history: HistorySettings = table(HistorySettings)
     ui: UiSettings = table(UiSettings)
     vault: VaultSettings = table(VaultSettings)
     # [keymap] has free keys: binding id -> key(s), e.g. {"quick_capture": "ctrl+k"}

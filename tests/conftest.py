@@ -23,9 +23,11 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    from core.graph import history
     from core.providers import local_window
 
     local_window._seen.clear()  # a port a closed fake used may come back with another window
+    history.set_process_actor("you")  # the CLI's main() and the app set it for the whole process
     yield
 
 

@@ -99,7 +99,7 @@ def test_a_typo_in_privacy_is_refused_not_an_empty_never_send(tmp_path):
 @pytest.mark.parametrize("body, says", [
     ("[chats]\nprovider = 'anthropic'\n", "unknown table `[chats]`; did you mean `[chat]`?"),
     ("[zzz]\n", "unknown table `[zzz]` (known at the top level: user_name, chat, agents, read_scope, tool_scope, capture, "
-                "privacy, mcp, memory, ui, vault, keymap, keys)."),
+                "privacy, mcp, memory, history, ui, vault, keymap, keys)."),
     ("user_nme = 'Ada'\n", "unknown setting `user_nme`; did you mean `user_name`?"),
     ("colour = 'red'\n", "unknown setting `colour` (known at the top level: user_name,"),
     ("[mcp]\nallow_edit = true\n", "unknown setting `mcp.allow_edit`; did you mean `allow_edits`?"),

@@ -217,6 +217,45 @@ async def test_footer_offers_the_node_keys_once_the_tab_has_loaded(app):
         assert {"e", "ctrl+e", "c"} <= set(footer_keys(app))
 
 
+# -- the History view (tui/screens/node_history.py) -----------------------------------------------------
+@pytest.fixture
+def history_app(snapshot_db, store, indexer, app) -> QuietApp:
+    """Espresso ratios changed by the model in chat 3 and linked by an MCP client, every stamp pinned."""
+    from core.graph import history
+
+    espresso, reading = (store.db.execute("SELECT id FROM nodes WHERE title = ?", (t,)).fetchone()[0]
+                         for t in ("Espresso ratios", "Reading list"))
+    with history.acting_as(history.model_in_chat(3)):
+        store.update_node(espresso, description="Brew notes for the home machine, checked against the manual",
+                          source=NODES[0][1] + "- Preinfuse for 5 seconds for a sweeter shot\n")
+    with history.acting_as(history.mcp_client("claude-ai")):
+        store.add_edge(espresso, reading, "The spring reading list includes a book on espresso.")
+    indexer.run()
+    for title, *_, updated_at in NODES:
+        store.db.execute("UPDATE nodes SET updated_at = ?1 WHERE title = ?2", (updated_at, title))
+    store.db.execute("UPDATE edges SET created_at = '2025-03-14T09:35:00.000Z'")
+    store.db.execute("UPDATE history SET actor = 'you (command line)' WHERE actor = 'you'")
+    store.db.execute("UPDATE history SET created_at = strftime('%Y-%m-%dT%H:%M:00.000Z', '2025-03-14 09:00', "
+                     "'+' || id || ' minutes')")
+    return app
+
+
+def test_node_history(history_app, snap_compare):
+    """80×24: the changes of Espresso ratios, the model's highlighted, its diff below."""
+    async def run_before(pilot) -> None:
+        await open_top_node(pilot)
+        await pilot.press("h")
+        await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "NodeHistory", "the History view")
+        screen = pilot.app.screen
+        await wait_until(pilot, lambda: len(screen.changes) == 5, "the changes")
+        await pilot.press("down")
+        await wait_until(pilot, lambda: "Preinfuse" in str(screen.query_one("#history-diff").render()),
+                         "the model's change, shown")
+        await settle(pilot)
+
+    assert snap_compare(history_app, terminal_size=(80, 24), run_before=run_before)
+
+
 # -- the review dialogs (tui/screens/review.py) ------------------------------------------------------
 # Two notes linked from Grinder settings, so integrating Espresso ratios (offline: search alone)
 # proposes them with a reason line that wraps at 80 columns; the explanation typed for the first

@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import ContentSwitcher, Header
 
 from core.chat.focus import Focus
+from core.graph import history
 from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
@@ -50,6 +51,7 @@ class CairnApp(App):
     def __init__(self, db: Path, *, services: Services | None = None, first_run_prompt: bool = True,
                  manage_gc: bool = False):
         super().__init__()
+        history.set_process_actor(history.APP)  # who the history records for this process's own writes
         # `cairn` (run_app) lets the app own the garbage collector: paused for startup (tui/cli/app.py),
         # then everything alive after the first frame and after the embedder loads is frozen, so
         # full collections stop rescanning ~250k long-lived objects (~120 ms pauses on a 100k-node
@@ -411,9 +413,12 @@ class CairnApp(App):
     @work(thread=True, exclusive=True, group="retention", exit_on_error=False)
     def apply_memory_retention(self) -> None:
         """The user's memory retention policy ([memory] in the config), once per start: memory nodes
-        past it go to the trash, and a notification says which. No policy: nothing runs."""
-        from core.graph import retention
+        past it go to the trash, and a notification says which (no policy: nothing runs). The history's
+        bound ([history] keep_versions) is applied first."""
+        from core.graph import history, retention
 
+        with self.services.store() as store:
+            history.prune(store.db, self.services.config.history.keep_versions)
         policy = retention.Policy.from_config(self.services.config)
         if not policy.active:
             return

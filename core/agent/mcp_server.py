@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.graph import history
 from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
 from core.graph.privacy import SendPolicy
@@ -265,12 +266,18 @@ class CairnTools:
         self.store = _retry_locked(lambda: Store(db_path))  # WAL, busy timeout, migrations (core.graph.db)
         self.searcher = _DegradingSearcher(Searcher(self.store, embedder))
         self.config = _Config(config_path)
+        try:
+            keep = self.config.get().history.keep_versions
+        except CairnError:
+            keep = 0  # a config that does not load: every tool call says why; nothing is pruned meanwhile
+        _retry_locked(lambda: history.prune(self.store.db, keep))  # the history's bound, once per start
 
     def close(self) -> None:
         self.store.close()
 
-    def call(self, name: str, args: Any) -> tuple[Any, list[str]]:
-        """Run one tool: (JSON-able result, notes for the client). Raises ToolError with one sentence."""
+    def call(self, name: str, args: Any, client: str | None = None) -> tuple[Any, list[str]]:
+        """Run one tool: (JSON-able result, notes for the client). Raises ToolError with one sentence.
+        `client`: the name the client gave when it connected (clientInfo.name), for the history."""
         if name not in TOOLS:
             raise ToolError(f"There is no tool {name!r}; the tools are: {', '.join(TOOLS)}.")
         args = check_arguments(name, args)
@@ -292,7 +299,7 @@ class CairnTools:
                             "(cairn config set mcp.allow_edits true). Nothing was changed.")
         policy = SendPolicy.for_mcp(cfg.privacy.never_send)
         ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp",
-                          local_addresses=cfg.capture.local_addresses)
+                          local_addresses=cfg.capture.local_addresses, actor=history.mcp_client(client))
         runner = ToolRunner(ctx, TOOLS)
         self.searcher.notes = []
         try:
@@ -377,13 +384,21 @@ class _Worker:
 
         self.pool.submit(_open).result()
 
-    async def call(self, name: str, args: Any):
-        return await asyncio.wrap_future(self.pool.submit(self.tools.call, name, args))
+    async def call(self, name: str, args: Any, client: str | None = None):
+        return await asyncio.wrap_future(self.pool.submit(self.tools.call, name, args, client))
 
     def close(self) -> None:
         if self.tools is not None:
             self.pool.submit(self.tools.close).result()
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _client_name(ctx) -> str | None:
+    """The name the client gave in `initialize` (clientInfo.name, e.g. "claude-ai"), if it gave one: on
+    protocol 2026-07-28 client info is optional (mcp.server.connection: "client info is optional")."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    return getattr(info, "name", None) or None
 
 
 def build_server(worker: _Worker):
@@ -407,7 +422,7 @@ def build_server(worker: _Worker):
 
     async def call_tool(ctx, params) -> types.CallToolResult:
         try:
-            value, notes = await worker.call(params.name, params.arguments)
+            value, notes = await worker.call(params.name, params.arguments, _client_name(ctx))
         except ToolError as exc:
             return error(str(exc))
         except CairnError as exc:

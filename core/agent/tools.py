@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from core.errors import CairnError
+from core.graph import history
 from core.graph.privacy import SendPolicy
 from core.graph.store import Store
 
@@ -134,6 +135,9 @@ class ToolContext:
     touched: set[int] = field(default_factory=set)  # node ids whose content was sent to the model
     read: set[int] = field(default_factory=set)  # nodes getNodesById / searchContent returned (memory use, core.graph.memory)
     origin: str = "model"  # who writes: a created node's metadata.created_via, an edge's source ("mcp" there)
+    # Who the history records for the writes of these tools (core.graph.history): "the model in chat 12",
+    # "MCP client Claude Desktop"; empty: whoever the process writes as.
+    actor: str = ""
     local_addresses: bool = False  # captureUrl may fetch from this machine and its network ([capture])
 
 
@@ -151,6 +155,9 @@ class ToolRunner:
         if method is None:
             raise ToolError(f"Unknown tool {name!r}.")
         try:
+            if self.ctx.actor:
+                with history.acting_as(self.ctx.actor):
+                    return method(**args)
             return method(**args)
         except ToolError:
             raise

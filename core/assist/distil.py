@@ -42,7 +42,7 @@ from typing import Any, Iterable
 from core import clock
 from core.chat import model_reply
 from core.chat import usage_log
-from core.graph import shown_lists
+from core.graph import history, shown_lists
 from core.graph.privacy import SendPolicy
 from core.graph.retirement import RETIRED
 from core.errors import CairnError, InvalidInput, NotFound
@@ -576,7 +576,7 @@ def apply(store: Store, chat_id: int, accepted: list[Proposal]) -> Applied:
             raise InvalidInput(f"Message {p.source_message_id} is not in chat {chat_id}; nothing was written.")
     done = Applied()
     stamp = clock.now()
-    with store.db.transaction():
+    with history.acting_as(history.distil_of(chat_id)), store.db.transaction():
         # Check every target first: a later check must not see an earlier proposal's own write.
         current: dict[int, dict] = {}
         for p in accepted:

@@ -21,7 +21,7 @@ from core.chat import request as chat_request
 from core.chat import window
 from core.chat.focus import Focus
 from core.chat.repository import ChatRepository
-from core.graph import memory
+from core.graph import history, memory
 from core.providers.request import ContextRequest, Snapshot, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
@@ -296,7 +296,7 @@ class Chat:
         reply = Reply()
         self.last_reply = reply
         ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
-                          local_addresses=self.config.capture.local_addresses,
+                          local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
                           confirm=self._confirm_unless_stopped(cancel),
                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
                           activate_skill=self._activate_skill)

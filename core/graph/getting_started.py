@@ -7,6 +7,7 @@ carries metadata {"getting_started": true}, and if any such node exists nothing 
 
 from __future__ import annotations
 
+from core.graph import history
 from core.graph.store import Store
 
 MARK = "getting_started"
@@ -303,7 +304,7 @@ def is_loaded(store: Store) -> bool:
 
 def load(store: Store) -> list[int]:
     """Add the guide (nodes and edges, one transaction); the new ids, welcome first. [] if present."""
-    with store.db.transaction():
+    with history.acting_as(history.GETTING_STARTED), store.db.transaction():
         if is_loaded(store):
             return []
         ids: dict[str, int] = {}

@@ -177,4 +177,24 @@ _V4 = [
     "ALTER TABLE chunks ADD COLUMN page INTEGER",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# 5: the history of every write to a node or an edge (core.graph.history): the fields a change touched
+# before and after, who made it and when. No foreign keys: a change outlives the node it was made to
+# (the node in the trash can be restored, and its history with it). `other_id` is an edge's to end, so
+# a node's history lists the edge changes at either end through an index.
+_V5 = [
+    """CREATE TABLE history (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        node_id     INTEGER NOT NULL,
+        other_id    INTEGER,
+        edge_id     INTEGER,
+        action      TEXT NOT NULL CHECK (action IN ('create', 'update', 'delete', 'restore')),
+        before      TEXT CHECK (before IS NULL OR json_valid(before)),
+        after       TEXT CHECK (after IS NULL OR json_valid(after)),
+        actor       TEXT NOT NULL,
+        created_at  TEXT NOT NULL
+    )""",
+    "CREATE INDEX history_node ON history(node_id, id)",
+    "CREATE INDEX history_other ON history(other_id, id) WHERE other_id IS NOT NULL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]

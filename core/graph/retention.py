@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from core.graph import history
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -83,7 +85,7 @@ def apply(store, policy: Policy, now: datetime | None = None) -> list[dict]:
     doomed = plan(store, policy, now)
     if not doomed:
         return []
-    with store.db.transaction() as conn:
+    with history.acting_as(history.MEMORY_RETENTION), store.db.transaction() as conn:
         for item in doomed:
             # Checked again inside the transaction: only a memory node is ever deleted here.
             row = conn.execute("SELECT type FROM nodes WHERE id = ?", (item["id"],)).fetchone()

@@ -1,7 +1,8 @@
 """Nodes and edges: create, read, update, delete, and the queries the product needs.
 
 One transaction per user action. Writing title, description or source marks the node `pending`;
-the indexer (`core.index.indexer`) does the chunking and embedding.
+the indexer (`core.index.indexer`) does the chunking and embedding. Every write to a node or an edge
+is recorded in its history (core.graph.history) in the same transaction.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from core import clock
+from core.graph import history
 from core.graph.db import Database, IntegrityError
 from core.errors import InvalidInput, NotFound
 
@@ -215,7 +217,12 @@ class Store:
                 ),
             )
             node_id = cur.lastrowid
+            history.record_node(conn, "create", node_id, None, {"title": title})
         return self.get_node(node_id)
+
+    def _node_in(self, conn, node_id: int) -> dict[str, Any]:
+        """The node as this transaction sees it."""
+        return node_record(conn.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone())
 
     def get_node(self, node_id: int) -> dict[str, Any]:
         row = self.db.execute(f"SELECT {_NODE_COLUMNS} FROM nodes WHERE id = ?", (int(node_id),)).fetchone()
@@ -274,6 +281,10 @@ class Store:
             sets["updated_at"] = clock.now()
             assignments = ", ".join(f"{k} = ?" for k in sets)
             conn.execute(f"UPDATE nodes SET {assignments} WHERE id = ?", (*sets.values(), int(node_id)))
+            old, new = history.node_version(node_record(row)), history.node_version(self._node_in(conn, node_id))
+            changed = [k for k in history.NODE_FIELDS if old[k] != new[k]]
+            if changed:
+                history.record_node(conn, "update", node_id, {k: old[k] for k in changed}, {k: new[k] for k in changed})
         return self.get_node(node_id)
 
     def delete_node(self, node_id: int) -> dict[str, Any]:
@@ -302,6 +313,7 @@ class Store:
                 (node_id, json.dumps(payload, ensure_ascii=False), stamp),
             )
             conn.execute("DELETE FROM nodes WHERE id = ?", (int(node_id),))
+            history.record_node(conn, "delete", node_id, history.node_version(node), None)
         return node
 
     def trash(self) -> list[dict[str, Any]]:
@@ -348,6 +360,7 @@ class Store:
                 conn.execute("INSERT INTO memory_access(node_id, access_count, last_accessed_at) VALUES (?, ?, ?)",
                              (n["id"], int(used["access_count"]), used.get("last_accessed_at")))
             conn.execute("DELETE FROM trash WHERE id = ?", (row["id"],))
+            history.record_node(conn, "restore", node_id, None, {"title": n["title"]})
         return self.get_node(node_id)
 
     # -- edges ---------------------------------------------------------------------------------
@@ -360,10 +373,12 @@ class Store:
         context: dict | None = None,
         source: str = "user",
         allow_empty: bool = False,
+        edge_id: int | None = None,
     ) -> dict[str, Any]:
         """A new edge. Edges are explained: an empty explanation is refused, except for an import
         (`allow_empty=True`) that brings in an edge its source left unexplained; the UI marks those
-        "no explanation yet" rather than the importer inventing a sentence."""
+        "no explanation yet" rather than the importer inventing a sentence. `edge_id`: bring back a
+        deleted edge under its old id (core.graph.revert), so its history stays one edge's."""
         explanation = _text("The explanation", explanation, MAX_DESCRIPTION, required=not allow_empty).strip()
         if int(from_node_id) == int(to_node_id):
             raise InvalidInput("An edge must join two different nodes.")
@@ -382,15 +397,22 @@ class Store:
                     "edit that edge instead."
                 )
             try:
+                if edge_id is not None and conn.execute("SELECT 1 FROM edges WHERE id = ?", (int(edge_id),)).fetchone():
+                    edge_id = None  # the id was taken since: a new one
                 cur = conn.execute(
-                    "INSERT INTO edges(from_node_id, to_node_id, explanation, context, source, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (int(from_node_id), int(to_node_id), explanation, json.dumps(ctx), source, clock.now()),
+                    "INSERT INTO edges(id, from_node_id, to_node_id, explanation, context, source, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (edge_id, int(from_node_id), int(to_node_id), explanation, json.dumps(ctx), source, clock.now()),
                 )
             except IntegrityError as exc:
                 raise InvalidInput(f"Cannot link {from_node_id} → {to_node_id}: {exc}.") from exc
             edge_id = cur.lastrowid
+            edge = self._edge_in(conn, edge_id)
+            history.record_edge(conn, "create", edge, None, history.edge_version(edge))
         return self.get_edge(edge_id)
+
+    def _edge_in(self, conn, edge_id: int) -> dict[str, Any]:
+        return edge_record(conn.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone())
 
     def get_edge(self, edge_id: int) -> dict[str, Any]:
         row = self.db.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
@@ -399,8 +421,9 @@ class Store:
         return edge_record(row)
 
     def update_edge(self, edge_id: int, *, explanation: str | None = None, context: dict | None = None,
-                    allow_empty: bool = False) -> dict:
-        """Change an edge's explanation and/or merge into its context; `allow_empty` as in add_edge."""
+                    allow_empty: bool = False, replace_context: bool = False) -> dict:
+        """Change an edge's explanation and/or merge into its context (`replace_context`: make it exactly
+        `context`, as undoing a change does); `allow_empty` as in add_edge."""
         with self.db.transaction() as conn:
             row = conn.execute("SELECT * FROM edges WHERE id = ?", (int(edge_id),)).fetchone()
             if row is None:
@@ -410,9 +433,14 @@ class Store:
                                     required=not allow_empty).strip()
                 conn.execute("UPDATE edges SET explanation = ? WHERE id = ?", (explanation, edge_id))
             if context is not None:
-                merged = json.loads(row["context"] or "{}")
+                merged = {} if replace_context else json.loads(row["context"] or "{}")
                 merged.update(context)
                 conn.execute("UPDATE edges SET context = ? WHERE id = ?", (json.dumps(merged), edge_id))
+            edge = self._edge_in(conn, edge_id)
+            old, new = history.edge_version(edge_record(row)), history.edge_version(edge)
+            changed = [k for k in history.EDGE_FIELDS if old[k] != new[k]]
+            if changed:
+                history.record_edge(conn, "update", edge, {k: old[k] for k in changed}, {k: new[k] for k in changed})
         return self.get_edge(edge_id)
 
     def delete_edge(self, edge_id: int) -> dict[str, Any]:
@@ -421,7 +449,9 @@ class Store:
             if row is None:
                 raise NotFound(f"There is no edge {edge_id}.")
             conn.execute("DELETE FROM edges WHERE id = ?", (int(edge_id),))
-        return edge_record(row)
+            edge = edge_record(row)
+            history.record_edge(conn, "delete", edge, history.edge_version(edge), None)
+        return edge
 
     def edges(self, node_id: int, direction: str = "both") -> list[dict[str, Any]]:
         """Edges of a node: 'out' (from it), 'in' (to it) or 'both', with the other end's title."""

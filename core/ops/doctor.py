@@ -66,9 +66,11 @@ def _fts_ok(store: Store, table: str) -> tuple[bool, str]:
 
 
 def check(store: Store, *, repair: bool = False, embedder_name: str | None = None,
-          reindex: Callable[[], int] | None = None, retention_policy=None) -> DoctorReport:
+          reindex: Callable[[], int] | None = None, retention_policy=None,
+          keep_versions: int | None = None) -> DoctorReport:
     """Run every check; with repair=True fix what is found. `reindex` runs the indexer, returns count.
-    `retention_policy` (core.graph.retention.Policy) is the user's memory policy; None or inactive: no check."""
+    `retention_policy` (core.graph.retention.Policy) is the user's memory policy; None or inactive: no check.
+    `keep_versions` is the history's bound ([history] keep_versions); None: no check."""
     report = DoctorReport()
     db = store.db
     add = report.findings.append
@@ -141,6 +143,7 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
     add(Finding("pending", pending, f"{pending} nodes waiting to be indexed (run `cairn index`)"))
 
     _retention(store, retention_policy, repair, report)
+    _history_bound(store, keep_versions, repair, report)
     _link_dictionary(report)
     _log_file(report)
 
@@ -186,6 +189,25 @@ def _link_dictionary(report: DoctorReport) -> None:
             "word as typos until Cairn is reinstalled (make run)."))
     else:
         report.findings.append(Finding("link_dictionary", 0, f"{words} dictionary words for fuzzy link suggestions"))
+
+
+def _history_bound(store: Store, keep_versions: int | None, repair: bool, report: DoctorReport) -> None:
+    """Changes past the history's bound: counted, and with repair removed (the app and the MCP server
+    remove them when they start)."""
+    from core.graph import history
+
+    if keep_versions is None:
+        return
+    if keep_versions == 0:
+        report.findings.append(Finding("history_bound", 0, "every change is kept ([history] keep_versions = 0)"))
+        return
+    n = history.past_bound(store.db, keep_versions)
+    finding = Finding("history_bound", n, f"{n} changes past the history's bound of {keep_versions} per node "
+                      "([history] keep_versions)")
+    if n and repair:
+        history.prune(store.db, keep_versions)
+        finding.repaired = True
+    report.findings.append(finding)
 
 
 def _retention(store: Store, policy, repair: bool, report: DoctorReport) -> None:

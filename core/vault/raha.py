@@ -63,6 +63,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from core.graph import history
 from core.graph.db import OperationalError, sqlite
 from core.errors import CairnError, InvalidInput
 from core.graph.store import (MAX_DESCRIPTION, MAX_DIMENSION, MAX_SOURCE, MAX_TITLE, Store, partial_date,
@@ -538,7 +539,13 @@ def _explanation(row, cols: set[str]) -> tuple[str, dict, bool]:
 
 
 def import_raha(store: Store, path: str | Path, progress: Progress | None = None) -> RahaReport:
-    """Import (or re-import) an RA-H OS SQLite database; see the module docstring."""
+    """Import (or re-import) an RA-H OS SQLite database; see the module docstring. Its writes are
+    recorded in the history as the import of the file."""
+    with history.acting_as(history.import_of(Path(path).name)):
+        return _import_raha(store, path, progress)
+
+
+def _import_raha(store: Store, path: str | Path, progress: Progress | None = None) -> RahaReport:
     started = time.monotonic()
     path = Path(path).expanduser()
     if not path.is_file():

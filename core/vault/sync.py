@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from core.errors import CairnError, InvalidInput, NotFound
+from core.graph import history
 from core.graph.store import Store
 from core.vault.parse import MAX_NOTE_BYTES, NOTE_SUFFIXES, Link, ParsedNote, Skip, cap, read_note
 from core.vault.resolve import Resolver
@@ -282,6 +283,14 @@ class VaultSync:
     # -- the sync ------------------------------------------------------------------------------
     def sync(self, progress: Progress | None = None, *, prune: bool = False, pair_renames: bool = False,
              prune_grace: float = 0.0, paths: Iterable[str] | None = None) -> SyncReport:
+        """`_sync`, its writes recorded in the history as the import of each file (its links: of the
+        vault)."""
+        with history.acting_as(history.import_of(f"the vault {self.root.name}")):
+            return self._sync(progress, prune=prune, pair_renames=pair_renames, prune_grace=prune_grace,
+                              paths=paths)
+
+    def _sync(self, progress: Progress | None = None, *, prune: bool = False, pair_renames: bool = False,
+              prune_grace: float = 0.0, paths: Iterable[str] | None = None) -> SyncReport:
         """Bring the database in step with the folder.
 
         prune: move nodes whose file is gone to the trash (else they are kept and listed as missing).
@@ -414,7 +423,8 @@ class VaultSync:
                     self.by_node.pop(state.node_id, None)
                     if prune:
                         try:
-                            self.store.delete_node(state.node_id)
+                            with history.acting_as(history.import_of(rel)):
+                                self.store.delete_node(state.node_id)
                         except CairnError:
                             continue  # already deleted in Cairn
                         self.trashed_by_sha[state.sha] = state.node_id
@@ -517,17 +527,19 @@ class VaultSync:
                 meta["aliases"] = note.aliases
             if note.extra:
                 meta["frontmatter"] = note.extra
-            node = self.store.add_node(
-                note.title, note.source, description=note.fields.get("description", ""),
-                link=note.fields.get("link"), event_date=note.fields.get("event_date"),
-                type=note.fields.get("type", "note"), dimensions=note.dims, metadata=meta,
-            )
+            with history.acting_as(history.import_of(note.rel)):
+                node = self.store.add_node(
+                    note.title, note.source, description=note.fields.get("description", ""),
+                    link=note.fields.get("link"), event_date=note.fields.get("event_date"),
+                    type=note.fields.get("type", "note"), dimensions=note.dims, metadata=meta,
+                )
             report.created += 1
             report.changed.append(note.rel)
             report.added.append(note.rel)
         else:
             before = node
-            node = self.store.update_node(node["id"], **self._changes(node, note))
+            with history.acting_as(history.import_of(note.rel)):
+                node = self.store.update_node(node["id"], **self._changes(node, note))
             # Whether the store wrote anything, told by the values: a moved updated_at missed a write in
             # the same tick of the clock as the node's last one (its millisecond stamp did not move).
             wrote = any(node.get(k) != v for k, v in before.items() if k != "updated_at")

@@ -14,15 +14,15 @@ import sys
 from typing import Sequence
 
 from core.errors import CairnError
-from tui.cli import (app, chat, chats, completion, config, distil, evaluate, index, mcp, nodes, ops, retire, search,
-                     skills, vault, workflows)
+from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, nodes, ops, retire,
+                     search, skills, vault, workflows)
 from tui.cli.common import Out, UsageError, Verbs, path_arg
 
 log = logging.getLogger("cairn.cli")
 
 # The order `cairn --help` lists the verbs in.
-VERB_MODULES = (nodes, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows, mcp,
-                evaluate, completion)
+VERB_MODULES = (nodes, history, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows,
+                mcp, evaluate, completion)
 
 
 def _version() -> str:
@@ -73,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logfile.setup()  # opened at the first line logged; a home that cannot be written says so once
     verb = getattr(args, "verb", None) or "app"
+    from core.graph import history
+
+    history.set_process_actor(history.APP if verb == "app" else history.COMMAND_LINE)
     try:
         return func(args, out)
     except UsageError as exc:

@@ -23,8 +23,10 @@ def cmd_doctor(args, out: Out) -> int:
                     return Indexer(store).run(progress=progress).indexed
         from core.graph.retention import Policy
 
+        config = load_config(args)
         report = doctor.check(store, repair=args.repair, embedder_name=MODEL_NAME, reindex=reindex,
-                              retention_policy=Policy.from_config(load_config(args)))
+                              retention_policy=Policy.from_config(config),
+                              keep_versions=config.history.keep_versions)
     if out.as_json:
         out.json(report.as_dict())
     else:

@@ -35,6 +35,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
                                 panel.action_edit_in_editor)
             yield SystemCommand("Focus: link to another node", "A new explained edge (ctrl+e)", panel.action_new_edge)
             yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
+            yield SystemCommand("Focus: history of this node", "Its changes: who, when, the diff; undo or revert (h)",
+                                panel.action_node_history)
             yield SystemCommand("Focus: integrate", "Find related nodes and propose explained links (i)",
                                 panel.action_integrate)
             yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",

@@ -37,7 +37,7 @@ TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
 TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
                "integrate"}
-NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate"}
+NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate", "node_history"}
 
 
 def tab_label(title: str) -> Content:
@@ -63,6 +63,7 @@ class FocusPanel(Vertical):
         Binding("ctrl+e", "new_edge", "Link", id="new_edge"),
         Binding("c", "copy_node", "Copy", id="copy_node"),
         Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
+        Binding("h", "node_history", "History", id="node_history", show=False),  # f1 help, the palette, README
         # With the keyboard on the tab strip, the reading keys scroll the active tab (its read view
         # has the same keys when it holds the keyboard itself).
         Binding("up", "scroll_view('scroll_up')", "Scroll up", id="tab_scroll_up", show=False),
@@ -450,6 +451,14 @@ class FocusPanel(Vertical):
         self.app.copy_to_clipboard(source)
         self.app.notify(f"Copied the source of “{printable(view.node['title'])}” ({len(source):,} characters).",
                         markup=False, timeout=3)
+
+    def action_node_history(self) -> None:
+        """h: the History view of the active node: its changes, who made them, undo and revert."""
+        view = self.active_view
+        if view is not None and view.node is not None:
+            from tui.screens.node_history import NodeHistory
+
+            self.app.push_screen(NodeHistory(self.services, view.node_id, view.node["title"]))
 
     def action_integrate(self) -> None:
         """i: proposed edges for the active node; the app opens the review (tui.flows.link_review)."""
