@@ -38,6 +38,9 @@ ACTIONS = ("create", "update", "delete", "restore")
 FIELD_NAMES = {"source": "text", "event_date": "event date", "explanation": "explanation"}
 
 _ACTOR: ContextVar[str | None] = ContextVar("cairn_actor", default=None)
+# The operation under way on this thread: a one-item list holding the id of its first change (None
+# until that change is recorded).
+_OPERATION: ContextVar[list | None] = ContextVar("cairn_operation", default=None)
 _process_actor = "you"
 
 # The actors Cairn itself names; the rest are built with the helpers below.
@@ -83,6 +86,20 @@ def acting_as(name: str) -> Iterator[None]:
         _ACTOR.reset(token)
 
 
+@contextmanager
+def operation() -> Iterator[None]:
+    """The changes recorded in this block (on this thread) are one operation: undoing any of them
+    undoes them all (a merge, a revert). Nested blocks join the outer operation."""
+    if _OPERATION.get() is not None:
+        yield
+        return
+    token = _OPERATION.set([None])
+    try:
+        yield
+    finally:
+        _OPERATION.reset(token)
+
+
 def is_yours(actor: str) -> bool:
     return actor.startswith("you")
 
@@ -110,11 +127,16 @@ def record_edge(conn, action: str, edge: dict, before: dict | None, after: dict 
 
 def _insert(conn, action, node_id, other_id, edge_id, before, after) -> None:
     assert action in ACTIONS, action
-    conn.execute(
-        "INSERT INTO history(node_id, other_id, edge_id, action, before, after, actor, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (int(node_id), other_id, edge_id, action, _json(before), _json(after), current_actor(), clock.now()),
+    group = _OPERATION.get()
+    cur = conn.execute(
+        "INSERT INTO history(node_id, other_id, edge_id, action, before, after, actor, operation, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (int(node_id), other_id, edge_id, action, _json(before), _json(after), current_actor(),
+         group[0] if group else None, clock.now()),
     )
+    if group is not None and group[0] is None:
+        group[0] = cur.lastrowid
+        conn.execute("UPDATE history SET operation = id WHERE id = ?", (cur.lastrowid,))
 
 
 def _json(value: dict | None) -> str | None:
@@ -133,6 +155,7 @@ class Change:
     after: dict | None
     actor: str
     created_at: str
+    operation: int | None = None  # the first change of the operation this one is part of
 
     @property
     def kind(self) -> str:
@@ -167,7 +190,8 @@ class Change:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "node_id": self.node_id, "other_id": self.other_id, "edge_id": self.edge_id,
                 "action": self.action, "kind": self.kind, "fields": self.fields, "actor": self.actor,
-                "created_at": self.created_at, "before": self.before, "after": self.after}
+                "operation": self.operation, "created_at": self.created_at, "before": self.before,
+                "after": self.after}
 
 
 def _names(fields: list[str]) -> str:
@@ -178,7 +202,7 @@ def _change(row) -> Change:
     return Change(row["id"], row["node_id"], row["other_id"], row["edge_id"], row["action"],
                   json.loads(row["before"]) if row["before"] is not None else None,
                   json.loads(row["after"]) if row["after"] is not None else None,
-                  row["actor"], row["created_at"])
+                  row["actor"], row["created_at"], row["operation"])
 
 
 def changes(db, node_id: int, *, limit: int | None = None) -> list[Change]:
@@ -195,6 +219,14 @@ def change(db, change_id: int) -> Change:
         raise NotFound(f"There is no change {change_id} in the history (it may have been pruned: "
                        "[history] keep_versions).")
     return _change(row)
+
+
+def operation_changes(db, change: Change) -> list[Change]:
+    """Every change of the operation `change` is part of, newest first (just it when it is alone)."""
+    if change.operation is None:
+        return [change]
+    rows = db.execute("SELECT * FROM history WHERE operation = ? ORDER BY id DESC", (change.operation,)).fetchall()
+    return [_change(r) for r in rows]
 
 
 def touches(change: Change, node_id: int) -> bool:

@@ -180,7 +180,8 @@ _V4 = [
 # 5: the history of every write to a node or an edge (core.graph.history): the fields a change touched
 # before and after, who made it and when. No foreign keys: a change outlives the node it was made to
 # (the node in the trash can be restored, and its history with it). `other_id` is an edge's to end, so
-# a node's history lists the edge changes at either end through an index.
+# a node's history lists the edge changes at either end through an index. `operation` groups the
+# changes of one user action (a merge, a revert) under the id of its first change: undone together.
 _V5 = [
     """CREATE TABLE history (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -191,9 +192,11 @@ _V5 = [
         before      TEXT CHECK (before IS NULL OR json_valid(before)),
         after       TEXT CHECK (after IS NULL OR json_valid(after)),
         actor       TEXT NOT NULL,
+        operation   INTEGER,
         created_at  TEXT NOT NULL
     )""",
     "CREATE INDEX history_node ON history(node_id, id)",
+    "CREATE INDEX history_operation ON history(operation) WHERE operation IS NOT NULL",
     "CREATE INDEX history_other ON history(other_id, id) WHERE other_id IS NOT NULL",
 ]
 

@@ -1,8 +1,10 @@
 """Undoing a change and reverting a node to a version, through the store (so each is itself recorded in
 the history, as made by whoever asked, "undoing change N").
 
-`undo` takes back one change, and refuses when what it changed has been changed again since (it would
-silently throw that later edit away): the user reverts to a version instead. `revert_to` brings a
+`undo` takes back one change — with the rest of its operation, when it was part of one (a merge, a
+revert) — and refuses when what it changed has been changed again since (it would silently throw that
+later edit away): the user reverts to a version instead. An undo and a revert are operations
+themselves, so one undo takes either back whole. `revert_to` brings a
 node back to how it was right after change N by undoing, newest first and in one transaction, every
 later change that touched it — its own and those of its edges.
 """
@@ -14,13 +16,15 @@ from core.graph import history
 from core.graph.history import Change
 
 
-def undo(store, change_id: int) -> Change:
-    """Take back one change; the change undone."""
+def undo(store, change_id: int) -> list[Change]:
+    """Take back one change, and the other changes of its operation; the changes undone, newest first."""
     c = history.change(store.db, change_id)
-    with history.acting_as(f"{history.current_actor()}, undoing change {c.id}"):
+    group = history.operation_changes(store.db, c)
+    with history.acting_as(f"{history.current_actor()}, undoing change {c.id}"), history.operation():
         with store.db.transaction():
-            _undo(store, c, check=True)
-    return c
+            for each in group:
+                _undo(store, each, check=True)
+    return group
 
 
 def revert_to(store, node_id: int, change_id: int) -> list[Change]:
@@ -31,7 +35,8 @@ def revert_to(store, node_id: int, change_id: int) -> list[Change]:
         raise InvalidInput(f"Change {change_id} is not a change of node {node_id}; `cairn history {node_id}` "
                            "lists its changes.")
     later = [c for c in history.changes(store.db, int(node_id)) if c.id > target.id]
-    with history.acting_as(f"{history.current_actor()}, reverting node {node_id} to change {target.id}"):
+    with history.acting_as(f"{history.current_actor()}, reverting node {node_id} to change {target.id}"), \
+            history.operation():
         with store.db.transaction():
             for c in later:
                 _undo(store, c, check=False)

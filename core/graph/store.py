@@ -321,8 +321,12 @@ class Store:
         out = []
         for row in rows:
             payload = json.loads(row["payload"])
-            out.append({"trash_id": row["id"], "node_id": row["node_id"], "title": payload["node"]["title"],
-                        "edges": len(payload["edges"]), "deleted_at": row["deleted_at"]})
+            item = {"trash_id": row["id"], "node_id": row["node_id"], "title": payload["node"]["title"],
+                    "edges": len(payload["edges"]), "deleted_at": row["deleted_at"]}
+            merged_into = (payload["node"].get("metadata") or {}).get("merged_into")
+            if merged_into is not None:
+                item["merged_into"] = merged_into  # core.graph.merge: the node this one was merged into
+            out.append(item)
         return out
 
     def restore_node(self, node_id: int) -> dict[str, Any]:

@@ -60,8 +60,7 @@ def cmd_revert(args, out: Out) -> int:
             if not history.touches(change, args.id):
                 raise InvalidInput(f"Change {args.undo} is not a change of node {args.id}; `cairn history "
                                    f"{args.id}` lists its changes.")
-            revert.undo(store, args.undo)
-            undone = [change]
+            undone = revert.undo(store, args.undo)
         else:
             undone = revert.revert_to(store, args.id, args.to)
         titles = _titles(store, undone)
@@ -72,7 +71,8 @@ def cmd_revert(args, out: Out) -> int:
     if not undone:
         out.text(f"Node {args.id} is already as it was after change {args.to}; nothing changed.")
         return 0
-    head = (f"Undid change {undone[0].id}" if args.undo is not None
+    head = ((f"Undid change {args.undo}" + (f" with the {len(undone) - 1} other changes of its operation"
+                                             if len(undone) > 1 else "")) if args.undo is not None
             else f"Reverted node {args.id} to change {args.to}: undid {len(undone)} change{'s' if len(undone) != 1 else ''}")
     out.text((head, "bold"), (" (itself a change: `cairn history " f"{args.id}` lists it, and it can be undone)", "dim"))
     for c in undone:

@@ -14,14 +14,14 @@ import sys
 from typing import Sequence
 
 from core.errors import CairnError
-from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, nodes, ops, retire,
-                     search, skills, vault, workflows)
+from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, merge, nodes, ops,
+                     retire, search, skills, vault, workflows)
 from tui.cli.common import Out, UsageError, Verbs, path_arg
 
 log = logging.getLogger("cairn.cli")
 
 # The order `cairn --help` lists the verbs in.
-VERB_MODULES = (nodes, history, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows,
+VERB_MODULES = (nodes, history, merge, search, index, ops, vault, chat, config, chats, skills, distil, retire, workflows,
                 mcp, evaluate, completion)
 
 

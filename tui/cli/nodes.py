@@ -170,7 +170,9 @@ def cmd_trash(args, out: Out) -> int:
         out.text("The trash is empty.")
     else:
         for t in items:
-            out.text((f"[{t['node_id']}] ", "dim"), (t["title"], "bold"), (f"  {t['edges']} edges, deleted {t['deleted_at']}", "dim"))
+            merged = f", merged into {t['merged_into']}" if "merged_into" in t else ""
+            out.text((f"[{t['node_id']}] ", "dim"), (t["title"], "bold"),
+                     (f"  {t['edges']} edges, deleted {t['deleted_at']}{merged}", "dim"))
     return 0
 
 

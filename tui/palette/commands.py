@@ -11,6 +11,8 @@ from typing import Iterator
 
 from textual.app import App, SystemCommand
 
+from core.safe_text import printable
+
 
 def pane_commands(app: App) -> Iterator[SystemCommand]:
     from tui.widgets.focus_panel import FocusPanel
@@ -37,6 +39,12 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
             yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
             yield SystemCommand("Focus: history of this node", "Its changes: who, when, the diff; undo or revert (h)",
                                 panel.action_node_history)
+            for other in panel.open_ids:  # a duplicate is merged from another open tab
+                other_view = panel.view(other)
+                if other != view.node_id and other_view is not None and other_view.node is not None:
+                    yield SystemCommand(f"Focus: merge “{printable(other_view.node['title'])}” into this node",
+                                        f"Review the combined node first; {other} goes to the trash, its links move "
+                                        f"here, its title becomes an alias", _merge(app, view.node_id, other))
             yield SystemCommand("Focus: integrate", "Find related nodes and propose explained links (i)",
                                 panel.action_integrate)
             yield SystemCommand("Focus: link suggestions", "Link the nodes this node's text mentions (L)",
@@ -81,5 +89,14 @@ def _chat_action(app: App, name: str):
         chat, _viewer = await app.right_panes()
         app._show_pane("right")
         getattr(chat, name)()
+
+    return run
+
+
+def _merge(app: App, keep_id: int, other_id: int):
+    def run() -> None:
+        from tui.screens.merge_review import MergeReview
+
+        app.push_screen(MergeReview(app.services, keep_id, other_id))
 
     return run

@@ -146,8 +146,9 @@ class NodeHistory(ModalScreen[None]):
         try:
             with self.services.store() as store:
                 if how == "undo":
-                    revert.undo(store, change_id)
-                    text = f"Undid change #{change_id}; the undo is at the top of the list (u undoes it too)."
+                    undone = revert.undo(store, change_id)
+                    also = f" with the {len(undone) - 1} other changes of its operation" if len(undone) > 1 else ""
+                    text = f"Undid change #{change_id}{also}; the undo is at the top of the list (u undoes it too)."
                 else:
                     undone = revert.revert_to(store, self.node_id, change_id)
                     text = (f"Reverted to change #{change_id}: undid {len(undone)} change{'s' if len(undone) != 1 else ''}."
