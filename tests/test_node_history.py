@@ -337,3 +337,17 @@ def test_cli_history_errors_are_specific(capsys, db_path, argv, message):
     cli(capsys, db_path, "add", "b", "--title", "Beta")
     rc, _, err = cli(capsys, db_path, *argv)
     assert rc == 1 and message in err and "Traceback" not in err
+
+
+def test_a_revert_is_one_operation_that_one_undo_takes_back(store):
+    a = store.add_node("Alpha", "v1")["id"]
+    b = store.add_node("Beta", "b")["id"]
+    version = changes(store, a)[0].id
+    store.update_node(a, source="v2")
+    store.add_edge(a, b, "because")
+    store.update_node(a, title="Alpha 3")
+    undone = revert.revert_to(store, a, version)
+    assert len(undone) == 3 and store.get_node(a)["source"] == "v1"
+    revert.undo(store, changes(store, a)[0].id)  # any change of the revert: the whole of it
+    node = store.get_node(a)
+    assert (node["title"], node["source"], len(store.edges(a))) == ("Alpha 3", "v2", 1)

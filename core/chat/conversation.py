@@ -154,6 +154,7 @@ class Chat:
         self.depth = depth
         self.now = now
         self._inherited = inherited or []
+        self._replacing_from: int | None = None  # while send(again=True) runs: the message it replaces
         self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent, config)
@@ -175,6 +176,8 @@ class Chat:
             row = self.repo.load_chat(chat_id)
             if row is None:
                 raise NotFound(f"There is no chat {chat_id}.")
+            if row.get("deleted_at"):
+                raise InvalidInput(f"Chat {chat_id} is in the trash; restore it first (cairn chats restore {chat_id}).")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"], config)
             self.provider = provider = provider.with_model(chat_request.model_for(self.agent, config, provider.name))
@@ -208,9 +211,12 @@ class Chat:
 
     # -- history -------------------------------------------------------------------------------------
     def _history_rows(self) -> list[tuple[int, str, list[dict]]]:
-        """The stored messages the next request sends (after the rolling summary's cut), decoded."""
+        """The stored messages the next request sends (after the rolling summary's cut; while a message is
+        sent again, before the one it replaces), decoded."""
         upto = self.metadata.get("summary_upto", 0)
-        return [(r["id"], r["role"], json.loads(r["content"])) for r in self.repo.rows(self.id) if r["id"] > upto]
+        before = self._replacing_from
+        return [(r["id"], r["role"], json.loads(r["content"])) for r in self.repo.rows(self.id)
+                if r["id"] > upto and (before is None or r["id"] < before)]
 
     def repair_history(self) -> bool:
         """Store the answers to tool calls the history left unanswered (`pair_tool_calls`), so what is
@@ -266,13 +272,41 @@ class Chat:
         self._save_metadata()
 
     # -- a turn --------------------------------------------------------------------------------------
-    def send(self, message: str, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+    def last_message(self) -> tuple[int, str] | None:
+        """The last message you sent in this chat (its id and text), the one "send again" replaces."""
+        for row_id, role, content in reversed(self._history_rows()):
+            texts = [b.get("text", "") for b in content if b.get("type") == "text"]
+            if role == "user" and texts and not any(b.get("type") == "tool_result" for b in content):
+                return row_id, "\n".join(texts)
+        return None
+
+    def send(self, message: str, cancel: threading.Event | None = None, *,
+             again: bool = False) -> Iterator[StreamEvent]:
         """Stream one turn: text deltas, tool calls and results, usage, stop or error. The reply is
         persisted as it ends (also when cancelled or cut: kept, marked incomplete). With the model
         citation check, a `phase` event ("citation_check") says the judge request starts (the reply is
-        complete and stored by then; `cancel` set after it skips the check only)."""
+        complete and stored by then; `cancel` set after it skips the check only).
+
+        `again`: this message replaces the last one you sent, and the reply to it (and anything after)
+        leaves the conversation: regenerate (the same text) or edit and resend. Those messages stay in
+        the database as 'superseded' — their tokens were spent and still count — but are neither sent
+        nor shown."""
         if not message.strip():
             raise InvalidInput("The message is empty.")
+        replacing = None
+        if again:
+            last = self.last_message()
+            if last is None:
+                raise InvalidInput(f"Chat {self.id} has no message of yours to send again (one folded into the "
+                                   "rolling summary cannot be).")
+            replacing = last[0]
+        self._replacing_from = replacing  # left out of the request; superseded as the new message is stored
+        try:
+            yield from self._send(message, cancel, replacing)
+        finally:
+            self._replacing_from = None
+
+    def _send(self, message: str, cancel: threading.Event | None, replacing: int | None) -> Iterator[StreamEvent]:
         self.repair_history()  # a tool call an earlier crash left unanswered: the APIs refuse such a history
         summary = self._maybe_summarise(cancel)
         request = self.request(message)
@@ -301,11 +335,14 @@ class Chat:
                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
                           activate_skill=self._activate_skill)
         runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
-        user_id = self._insert("user", [_text_block(message)],
-                               sent={"suffix": request.suffix.text,
-                                     "passages": {str(p.n): p.node_id for p in request.suffix.passages},
-                                     "passage_spans": citations.passage_spans(request.suffix.text,
-                                                                              request.suffix.passages)})
+        with self.store.db.transaction():  # the replaced turn leaves as its replacement arrives, never before
+            if replacing is not None:
+                self.repo.supersede_from(self.id, replacing)
+            user_id = self._insert("user", [_text_block(message)],
+                                   sent={"suffix": request.suffix.text,
+                                         "passages": {str(p.n): p.node_id for p in request.suffix.passages},
+                                         "passage_spans": citations.passage_spans(request.suffix.text,
+                                                                                  request.suffix.passages)})
         if summary is not None:  # the summary was made for this turn: its row names the turn's message
             usage_log.attach_message(self.store, summary[0], user_id)
             reply.side_usage["summary"] = summary[1].as_dict()

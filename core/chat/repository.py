@@ -73,7 +73,7 @@ class ChatRepository:
             " (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id AND m.role = 'assistant'"
             "   AND m.usage IS NOT NULL) AS replies,"
             " (SELECT json_group_array(m.usage) FROM messages m WHERE m.chat_id = c.id AND m.usage IS NOT NULL) AS usages"
-            " FROM chats c ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
+            " FROM chats c WHERE c.deleted_at IS NULL ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
         out = []
         for r in rows:
             if r["parent"] is not None:
@@ -125,9 +125,18 @@ class ChatRepository:
                 self.insert_message(chat_id, "user", content)
 
     def rows(self, chat_id: int) -> list:
-        """The chat's messages as stored (id, role, content as JSON text), oldest first."""
+        """The chat's messages as stored (id, role, content as JSON text), oldest first; those replaced by
+        "send again" (status 'superseded', core.chat.conversation) are no longer part of it."""
         return self.db.execute(
-            "SELECT id, role, content FROM messages WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall()
+            "SELECT id, role, content FROM messages WHERE chat_id = ? AND status != 'superseded' ORDER BY id",
+            (chat_id,)).fetchall()
+
+    def supersede_from(self, chat_id: int, message_id: int) -> int:
+        """Take message `message_id` and every later one out of the conversation (kept, as 'superseded':
+        their tokens were spent and stay counted); how many."""
+        with self.db.transaction() as conn:
+            return conn.execute("UPDATE messages SET status = 'superseded' WHERE chat_id = ? AND id >= ?"
+                                " AND status != 'superseded'", (chat_id, message_id)).rowcount
 
     def messages(self, chat_id: int) -> list[dict]:
         """The chat's messages for display: each one's content and text, status, error, usage, citations
@@ -135,7 +144,7 @@ class ChatRepository:
         out = []
         for row in self.db.execute(
                 "SELECT id, role, content, sent, usage, citations, status, created_at FROM messages"
-                " WHERE chat_id = ? ORDER BY id", (chat_id,)).fetchall():
+                " WHERE chat_id = ? AND status != 'superseded' ORDER BY id", (chat_id,)).fetchall():
             content = json.loads(row["content"])
             out.append({"id": row["id"], "role": row["role"], "content": content,
                         "text": "".join(b.get("text", "") for b in content if b.get("type") == "text"),

@@ -200,4 +200,26 @@ _V5 = [
     "CREATE INDEX history_other ON history(other_id, id) WHERE other_id IS NOT NULL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
+# 6: chats to manage (core.chat.manage): a chat deleted goes to the trash (`deleted_at` set; restoring
+# clears it), and a full-text index over the text of every message, kept by triggers, for searching
+# across chats. Only the text blocks are indexed (not tool calls or their results). A message replaced by
+# "send again" is kept with status 'superseded' (its tokens were spent), and not searched.
+_MESSAGE_TEXT = ("(SELECT group_concat(json_extract(value, '$.text'), char(10)) FROM json_each({0}.content)"
+                 " WHERE json_extract(value, '$.type') = 'text')")
+_V6 = [
+    "ALTER TABLE chats ADD COLUMN deleted_at TEXT",
+    f"CREATE VIRTUAL TABLE messages_fts USING fts5(text, {FTS_OPTIONS})",
+    f"""CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, text) VALUES (new.id, {_MESSAGE_TEXT.format('new')});
+    END""",
+    """CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.id;
+    END""",
+    f"""CREATE TRIGGER messages_fts_au AFTER UPDATE OF content ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.id;
+        INSERT INTO messages_fts(rowid, text) VALUES (new.id, {_MESSAGE_TEXT.format('new')});
+    END""",
+    f"INSERT INTO messages_fts(rowid, text) SELECT m.id, {_MESSAGE_TEXT.format('m')} FROM messages m",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]

@@ -102,8 +102,12 @@ def cmd_ask(args, out: Out) -> int:
 
     cfg = load_config(args)
     provider = make_provider(cfg)
-    message = text_arg(args.message)
-    if not message.strip():  # checked before a chat row is made: a refused ask leaves no empty chat
+    if args.again and args.chat is None:
+        raise UsageError("--again sends a chat's last message again: say which chat with --chat ID.")
+    if args.message is None and not args.again:
+        raise UsageError("Give the message (or - to read it from stdin); --chat ID --again alone resends the last one.")
+    message = text_arg(args.message) if args.message is not None else None
+    if message is not None and not message.strip():  # before a chat row is made: a refused ask leaves no empty chat
         raise InvalidInput("The message is empty.")
     focus = _focus(args)
 
@@ -123,6 +127,11 @@ def cmd_ask(args, out: Out) -> int:
             store.get_node(node_id)  # a clear error for an unknown id, before a chat row is made
         chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm)
         chat.set_focus(focus)
+        if message is None:  # --again alone: the same message, a new reply
+            last = chat.last_message()
+            if last is None:
+                raise InvalidInput(f"Chat {chat.id} has no message of yours to send again.")
+            message = last[1]
         cancel = threading.Event()
         events: queue.Queue = queue.Queue()
         failure: list[BaseException] = []
@@ -135,7 +144,7 @@ def cmd_ask(args, out: Out) -> int:
                 try:
                     worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm)
                     worker_chat.set_focus(_focus(args))
-                    for event in worker_chat.send(message, cancel):
+                    for event in worker_chat.send(message, cancel, again=args.again):
                         events.put(event)
                     events.put(worker_chat.last_reply)
                 except BaseException as exc:  # handed to the main thread, which reports it
@@ -226,7 +235,10 @@ def register(verbs: Verbs) -> None:
     p.add_argument("message", help="the message it would send")
     _chat_options(p)
     p = verbs.add("ask", cmd_ask, "ask the chat a question (streams; Ctrl-C stops and keeps the partial reply)")
-    p.add_argument("message", help="the message, or - to read it from stdin")
+    p.add_argument("message", nargs="?", help="the message, or - to read it from stdin (with --again: the new text "
+                   "of the last message; omitted: the same text)")
+    p.add_argument("--again", action="store_true", help="with --chat: replace your last message and its reply — "
+                   "regenerate (no MESSAGE) or edit and resend (MESSAGE); the old ones stay counted, out of the chat")
     _chat_options(p)
     p.epilog = ("Without a provider the reply is an offline answer (quotes from your notes, no model). To use a model: "
                 "`cairn config set chat.provider anthropic` (or openai) and set $ANTHROPIC_API_KEY / $OPENAI_API_KEY, "

@@ -58,6 +58,10 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
     yield SystemCommand("Chat: focus the input", "Write to the chat (ctrl+l)", app.action_focus_chat)
     yield SystemCommand("Chat: new chat", "Start a new conversation (f5)", _chat_action(app, "action_new_chat"))
     yield SystemCommand("Chat: earlier chats", "Resume a conversation (ctrl+o)", _chat_action(app, "action_chat_list"))
+    yield SystemCommand("Chat: regenerate the last reply", "Your last message again, for a new reply in place of "
+                        "the last one (ctrl+r)", _chat_action(app, "action_regenerate"))
+    yield SystemCommand("Chat: edit and resend your last message", "It comes back into the input; sending it "
+                        "replaces it and its reply (up in the empty input)", _chat_action(app, "action_edit_last"))
     yield SystemCommand("Chat: undo created notes", "Trash the notes the model's latest reply created (ctrl+z)",
                         _chat_action(app, "action_undo_created"))
     yield SystemCommand("Chat: distil into notes", "Review the notes the model proposes from this chat (ctrl+t)",

@@ -1,5 +1,8 @@
 """Earlier chats, to resume one: `push_screen(ChatListScreen(services, current=id), callback)` →
-callback(chat_id or None). Type to filter by title; enter opens; escape closes."""
+callback(chat_id or None). Type to find a chat by its title or by the text of its messages (full text,
+core/chat/manage.py: the matching message's words shown under the chat); enter opens; escape closes.
+The highlighted chat: ctrl+r renames it (in the box, enter saves, escape cancels), f8 moves it to the
+trash (`cairn chats restore ID`), ctrl+s saves it as a node, ctrl+y copies it as markdown."""
 
 from __future__ import annotations
 
@@ -9,10 +12,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from core.errors import CairnError
 from core.safe_text import printable
+from tui.messages import NodesChanged
 from tui.services import Services
 
 LIMIT = 500
@@ -36,6 +41,10 @@ class ChatListScreen(ModalScreen[int | None]):
         Binding("escape", "close", "Close", id="close_chat_list"),
         Binding("down", "move(1)", "Next", show=False, id="chat_list_next"),
         Binding("up", "move(-1)", "Previous", show=False, id="chat_list_previous"),
+        Binding("ctrl+r", "rename", "Rename", id="chat_list_rename"),
+        Binding("f8", "delete", "To trash", id="chat_list_delete"),
+        Binding("ctrl+s", "save_as_node", "Save as node", id="chat_list_save_node", priority=True),
+        Binding("ctrl+y", "copy_markdown", "Copy markdown", id="chat_list_copy"),
     ]
 
     def __init__(self, services: Services, *, current: int | None = None):
@@ -45,15 +54,22 @@ class ChatListScreen(ModalScreen[int | None]):
         self.chats: list[dict] = []
         self.shown: list[dict] = []
         self._laid_out = False
+        self.found: dict[int, str] = {}  # chat id -> the snippet of its best matching message
+        self._found_for = ""  # the query `found` answers
+        self.renaming: int | None = None  # the chat whose title the rename box edits
 
     def compose(self) -> ComposeResult:
         with Vertical(id="chat-list-dialog", classes="dialog"):
-            yield Static(Text("Earlier chats — type to filter, enter opens, escape closes"), classes="dialog-title")
-            yield Input(placeholder="Filter by title…", id="chat-list-filter")
+            yield Static(Text("Earlier chats — type to find (title or messages), enter opens, escape closes"),
+                         classes="dialog-title")
+            yield Input(placeholder="Find by title or by what was said…", id="chat-list-filter")
+            yield Input(id="chat-list-rename")
             yield OptionList(id="chat-list-options")
             yield Static(id="chat-list-empty")
+        yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#chat-list-rename", Input).display = False
         self.query_one("#chat-list-options", OptionList).loading = True
         self.query_one("#chat-list-filter", Input).focus()
         self._load()
@@ -90,6 +106,7 @@ class ChatListScreen(ModalScreen[int | None]):
                  chat["model"], when, f"in {usage['input']:,} out {usage['output']:,}", chat.get("cost", "")]
         parts = [p for p in parts if p]
         parts = [printable(p) for p in parts]
+        snippet = self.found.get(chat["id"])
         if chat["id"] == self.current:
             parts.append(OPEN_NOW)
         for line in _wrap_parts(parts, width - META_INDENT if width > 0 else 0):
@@ -99,6 +116,14 @@ class ChatListScreen(ModalScreen[int | None]):
                 label.append(OPEN_NOW, style="italic")
             else:
                 label.append(line, style="dim")
+        if snippet:
+            from core.chat import manage
+
+            label.append("\n" + " " * META_INDENT)
+            flat = " ".join(snippet.split())
+            pieces = flat.replace(manage.HIT_END, manage.HIT_START).split(manage.HIT_START)
+            for i, piece in enumerate(pieces):
+                label.append(printable(piece), style="bold" if i % 2 else "italic")
         return label
 
     def on_resize(self) -> None:
@@ -112,10 +137,35 @@ class ChatListScreen(ModalScreen[int | None]):
     @on(Input.Changed, "#chat-list-filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self._filter(event.value)
+        if event.value.strip():
+            self._search(event.value)
+
+    @work(thread=True, exclusive=True, group="chat-search", exit_on_error=False)
+    def _search(self, query: str) -> None:
+        """The chats whose messages match `query` (full text); the titles were filtered already."""
+        from core.chat import manage
+
+        try:
+            with self.services.store() as store:
+                hits = manage.search(store, query, limit=LIMIT)
+        except CairnError:  # nothing searchable in it yet ("-", a stopword): the title filter stands
+            hits = []
+        self.app.call_from_thread(self._found, query, {h["chat_id"]: h["snippet"] for h in hits})
+
+    def _found(self, query: str, found: dict[int, str]) -> None:
+        filter_box = self.query_one("#chat-list-filter", Input)
+        if filter_box.value != query:
+            return  # typed on since: a newer search follows
+        self.found, self._found_for = found, query
+        self._filter(query)
 
     def _filter(self, text: str) -> None:
         needle = text.strip().lower()
-        self.shown = [c for c in self.chats if needle in (c["title"] or "").lower()] if needle else list(self.chats)
+        if needle != self._found_for.strip().lower():
+            self.found = {}
+        titled = [c for c in self.chats if needle in (c["title"] or "").lower()] if needle else list(self.chats)
+        said = [c for c in self.chats if c["id"] in self.found and c not in titled]
+        self.shown = titled + said
         options = self.query_one("#chat-list-options", OptionList)
         options.clear_options()
         # The options' text width: the list less its scrollbar and the options' padding.
@@ -136,6 +186,98 @@ class ChatListScreen(ModalScreen[int | None]):
         current = options.highlighted if options.highlighted is not None else -step
         options.highlighted = max(0, min(len(self.shown) - 1, current + step))
 
+    # -- managing the highlighted chat -------------------------------------------------------------------
+    def _highlighted(self) -> dict | None:
+        options = self.query_one("#chat-list-options", OptionList)
+        if not self.shown or options.highlighted is None:
+            return None
+        return self.shown[options.highlighted]
+
+    def action_rename(self) -> None:
+        chat = self._highlighted()
+        if chat is None:
+            return
+        box = self.query_one("#chat-list-rename", Input)
+        self.renaming = chat["id"]
+        box.value = chat["title"] or ""
+        box.border_title = f"Rename chat #{chat['id']} — enter saves, escape cancels"
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#chat-list-rename")
+    def _rename_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.renaming is not None:
+            self._manage("rename", self.renaming, event.value)
+
+    def _end_rename(self) -> None:
+        self.renaming = None
+        self.query_one("#chat-list-rename", Input).display = False
+        self.query_one("#chat-list-filter", Input).focus()
+
+    def action_delete(self) -> None:
+        chat = self._highlighted()
+        if chat is None:
+            return
+        if chat["id"] == self.current:
+            self.notify("This chat is open: start a new chat (f5) first, then move it to the trash.",
+                        severity="warning")
+            return
+        self._manage("delete", chat["id"])
+
+    def action_save_as_node(self) -> None:
+        chat = self._highlighted()
+        if chat is not None:
+            self._manage("save_as_node", chat["id"])
+
+    def action_copy_markdown(self) -> None:
+        chat = self._highlighted()
+        if chat is not None:
+            self._manage("markdown", chat["id"])
+
+    @work(thread=True, group="chat-manage", exit_on_error=False)
+    def _manage(self, what: str, chat_id: int, value: str = "") -> None:
+        from core.chat import manage
+
+        try:
+            with self.services.store() as store:
+                if what == "rename":
+                    result = manage.rename(store, chat_id, value)
+                elif what == "delete":
+                    result = manage.delete(store, chat_id)
+                elif what == "save_as_node":
+                    result = manage.export_node(store, chat_id)
+                else:
+                    result = manage.markdown(store, chat_id)
+        except CairnError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="error", markup=False)
+            return
+        self.app.call_from_thread(self._managed, what, chat_id, result)
+
+    def _managed(self, what: str, chat_id: int, result) -> None:
+        if what == "rename":
+            self._end_rename()
+            for chat in self.chats:
+                if chat["id"] == chat_id:
+                    chat["title"] = result["title"]
+            self.notify(f"Renamed chat {chat_id}.", timeout=3)
+        elif what == "delete":
+            self.chats = [c for c in self.chats if c["id"] != chat_id]
+            self.notify(f"Moved chat {chat_id} to the trash (cairn chats restore {chat_id} brings it back).",
+                        timeout=6)
+        elif what == "save_as_node":
+            self.app.post_message(NodesChanged((result["id"],)))
+            self.notify(f"Saved chat {chat_id} as node {result['id']} (dimension chat).", timeout=4)
+            return
+        else:
+            self.app.copy_to_clipboard(result)
+            self.notify(f"Copied chat {chat_id} as markdown ({len(result):,} characters).", timeout=3)
+            return
+        highlighted = self.query_one("#chat-list-options", OptionList).highlighted
+        self._filter(self.query_one("#chat-list-filter", Input).value)
+        if highlighted is not None and self.shown:
+            self.query_one("#chat-list-options", OptionList).highlighted = min(highlighted, len(self.shown) - 1)
+
     @on(Input.Submitted, "#chat-list-filter")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -149,4 +291,7 @@ class ChatListScreen(ModalScreen[int | None]):
         self.dismiss(self.shown[event.option_index]["id"])
 
     def action_close(self) -> None:
+        if self.renaming is not None:
+            self._end_rename()  # escape in the rename box cancels the rename, not the list
+            return
         self.dismiss(None)

@@ -244,6 +244,8 @@ class ChatInput(TextArea):
         pane = self.parent
         if action == "undo" and not self.text and isinstance(pane, ChatPane) and pane.undo_armed:
             return False  # the key passes on to the pane's undo_created
+        if action == "cursor_up" and not self.text and isinstance(pane, ChatPane) and pane.can_edit_last:
+            return False  # up in the empty input: the pane's edit_last_message
         return super().check_action(action, parameters)
 
     async def _on_key(self, event: events.Key) -> None:
@@ -275,6 +277,10 @@ class ChatPane(Vertical):
         Binding("f5", "new_chat", "New chat", id="new_chat"),
         Binding("ctrl+z", "undo_created", "Undo created notes", id="undo_created"),
         Binding("ctrl+t", "distil", "Distil", id="distil", tooltip="Distil this chat into notes"),
+        # Not in the footer (full at 80 columns): f1 help, the palette and the README list them.
+        Binding("ctrl+r", "regenerate", "Regenerate the last reply", id="regenerate_reply", show=False),
+        Binding("up", "edit_last", "Edit your last message", id="edit_last_message", show=False),
+        Binding("escape", "cancel_edit_last", "Cancel the edit", id="cancel_edit_last", show=False),
     ]
 
     def __init__(self, services: Services, **kwargs):
@@ -301,6 +307,8 @@ class ChatPane(Vertical):
         self._activity_lines: list[str] = []
         self._stop_timer: Timer | None = None
         self._last_message = ""
+        self._editing_last = False  # the input holds the last message, to send in its place (up)
+        self._last_unsent = False  # the last turn failed before its message was stored: nothing to send again
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self._cost = NO_PRICE  # the chat's money so far (core.chat.cost)
         self._created: _CreatedBatch | None = None  # the latest reply's created notes (ctrl+z)
@@ -404,7 +412,47 @@ class ChatPane(Vertical):
             return self._streaming and self._phase == "citation_check"
         if action == "undo_created":
             return self.undo_armed
+        if action == "edit_last":
+            return self.can_edit_last
+        if action == "cancel_edit_last":
+            return self._editing_last and not self._streaming
         return True
+
+    @property
+    def can_edit_last(self) -> bool:
+        """A chat with a message of yours in it, no reply streaming: `up` brings the message back to edit."""
+        return (self.chat_id is not None and bool(self._last_message.strip()) and not self._streaming
+                and not self._last_unsent)
+
+    def action_edit_last(self) -> None:
+        """up in the empty input: your last message, to edit and send in its place (its reply leaves the
+        chat; both stay counted in the stats)."""
+        if not self.can_edit_last:
+            return
+        editor = self.query_one(ChatInput)
+        editor.text = self._last_message
+        editor.move_cursor(editor.document.end)
+        self._editing_last = True
+        self._set_status("editing your last message: ctrl+j sends it in its place (the old reply leaves the chat) · "
+                         "esc cancels")
+        self.refresh_bindings()
+
+    def action_cancel_edit_last(self) -> None:
+        self._editing_last = False
+        self.query_one(ChatInput).clear()
+        self._set_status("")
+        self.refresh_bindings()
+
+    def action_regenerate(self) -> None:
+        """ctrl+r: send your last message again for a new reply, in place of the last one."""
+        if self._streaming:
+            self.notify("A reply is still streaming: wait for it, or press escape to stop it.", severity="warning")
+            return
+        if self.chat_id is None or not self._last_message.strip() or self._last_unsent:
+            self.notify("Nothing to regenerate yet: send a message first.", severity="warning")
+            return
+        self._editing_last = False
+        self._start_turn(self._last_message, again=True)
 
     def action_send_message(self) -> None:
         editor = self.query_one(ChatInput)
@@ -416,8 +464,20 @@ class ChatPane(Vertical):
             self.notify("A reply is still streaming: wait for it, or press escape to stop it.", severity="warning")
             return
         editor.clear()
+        again, self._editing_last = self._editing_last, False
+        self._start_turn(message, again=again)
+
+    def _start_turn(self, message: str, *, again: bool = False) -> None:
+        """Show the message and stream its reply; `again`: in place of the last turn (its widgets go)."""
         self._last_message = message
+        self._last_unsent = False
         log = self.query_one(ChatLog)
+        if again:
+            mine = [w for w in log.children if w.has_class("user-message")]
+            if mine:
+                children = list(log.children)
+                for widget in children[children.index(mine[-1]):]:
+                    widget.remove()
         self._turn += 1
         self._streaming = True
         self._phase = ""
@@ -437,10 +497,11 @@ class ChatPane(Vertical):
         log.scroll_end(animate=False)
         self._set_status("thinking… (esc stops)")
         self.refresh_bindings()
-        self._send_worker(message, self._turn, self.chat_id, self._focus, self._cancel)
+        self._send_worker(message, self._turn, self.chat_id, self._focus, self._cancel, again)
 
     @work(thread=True, exclusive=True, group="chat-send", exit_on_error=False)
-    def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event) -> None:
+    def _send_worker(self, message: str, turn: int, chat_id: int | None, focus, cancel: threading.Event,
+                     again: bool = False) -> None:
         from core.chat.conversation import Chat
         from core.providers.base import ProviderError
         from core.graph.store import Store
@@ -454,7 +515,7 @@ class ChatPane(Vertical):
                 self.post_message(_ChatReady(turn, chat.id, chat.agent.name, chat.provider.model))
                 if focus is not None:
                     chat.set_focus(focus)
-                for event in chat.send(message, cancel):
+                for event in chat.send(message, cancel, again=again):
                     stored = True  # the user's message is stored before the first event
                     if event.type == "text" and event.text:
                         with self._buffer_lock:
@@ -616,6 +677,7 @@ class ChatPane(Vertical):
             self._reply_md.display = False
         self.query_one(ChatLog).mount(Static(Text(printable("⚠ " + message.error)), classes="chat-error"))
         editor = self.query_one(ChatInput)
+        self._last_unsent = not message.stored
         if not message.stored and not editor.text:
             # Nothing was stored: give the message back so it can be sent once the problem is fixed,
             # with the cursor after it (where the user left it), not before its first word.
@@ -771,6 +833,7 @@ class ChatPane(Vertical):
         self.chat_id = None
         self.chat_title = ""
         self.chat_agent = None
+        self._last_message, self._editing_last = "", False
         self.last_reply_text = ""
         self.last_usage = None
         self._total = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
@@ -884,10 +947,12 @@ class ChatPane(Vertical):
         if message.hidden:
             widgets.append(Static(Text(f"… {message.hidden} earlier messages are not shown."), classes="chat-intro"))
         last_text = ""
+        self._last_message = ""
         for item in message.items:
             if item["role"] == "user":
                 if item["text"].strip():
                     widgets.append(Static(Text(printable(item["text"])), classes="user-message"))
+                    self._last_message = item["text"]  # what up edits and ctrl+r sends again
                 continue
             if item["tools"]:
                 widgets.append(Static(Text(printable("\n".join(item["tools"]))), classes="reply-activity"))
