@@ -256,6 +256,33 @@ def test_node_history(history_app, snap_compare):
     assert snap_compare(history_app, terminal_size=(80, 24), run_before=run_before)
 
 
+# -- the neighbourhood picture (tui/screens/neighbourhood.py) ---------------------------------------------
+@pytest.fixture
+def map_app(snapshot_db, store, app) -> QuietApp:
+    grinder, reading = (store.db.execute("SELECT id FROM nodes WHERE title = ?", (t,)).fetchone()[0]
+                        for t in ("Grinder settings", "Reading list"))
+    store.add_edge(grinder, reading, "The spring reading list has a chapter on burr grinders.")
+    store.db.execute("UPDATE edges SET created_at = '2025-03-14T09:35:00.000Z'")
+    store.db.execute("UPDATE nodes SET updated_at = '2025-03-13T18:05:00.000Z' WHERE id = ?", (grinder,))
+    return app
+
+
+def test_neighbourhood_picture(map_app, snap_compare):
+    """80×24: Espresso ratios, Water chemistry linked to it (highlighted, its explanation below),
+    Grinder settings linked from it with one more node beyond."""
+    async def run_before(pilot) -> None:
+        await open_top_node(pilot)
+        await pilot.press("g")
+        await wait_until(pilot, lambda: type(pilot.app.screen).__name__ == "NeighbourhoodScreen"
+                         and pilot.app.screen.query_one("NeighbourhoodMap").hood is not None, "the picture")
+        await pilot.press("left")
+        await wait_until(pilot, lambda: "Water hardness" in str(pilot.app.screen.query_one("#map-edge").render()),
+                         "the highlighted edge explained")
+        await settle(pilot)
+
+    assert snap_compare(map_app, terminal_size=(80, 24), run_before=run_before)
+
+
 # -- the review dialogs (tui/screens/review.py) ------------------------------------------------------
 # Two notes linked from Grinder settings, so integrating Espresso ratios (offline: search alone)
 # proposes them with a reason line that wraps at 80 columns; the explanation typed for the first

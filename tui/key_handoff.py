@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
 MOVERS = frozenset({"search_nodes", "quick_capture", "journal_today", "focus_chat", "toggle_viewer", "cycle_pane",
-                    "help", "node_history"})
+                    "help", "node_history", "neighbourhood"})
 HOLD_AT_MOST = 1.5  # seconds
 POLL = 0.01  # seconds between looks at the focus while holding
 QUIET_POLLS = 3  # looks with nothing queued anywhere before a hold ends without a move

@@ -37,6 +37,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
                                 panel.action_edit_in_editor)
             yield SystemCommand("Focus: link to another node", "A new explained edge (ctrl+e)", panel.action_new_edge)
             yield SystemCommand("Focus: copy node text", "To the clipboard, over SSH too (c)", panel.action_copy_node)
+            yield SystemCommand("Focus: picture of the neighbourhood", "The node's links two steps out, as boxes and "
+                                "lines; arrows move, enter centres (g)", panel.action_neighbourhood)
             yield SystemCommand("Focus: history of this node", "Its changes: who, when, the diff; undo or revert (h)",
                                 panel.action_node_history)
             for other in panel.open_ids:  # a duplicate is merged from another open tab

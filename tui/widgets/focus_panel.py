@@ -37,7 +37,7 @@ TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
 TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
                "integrate"}
-NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate", "node_history"}
+NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate", "node_history", "neighbourhood"}
 
 
 def tab_label(title: str) -> Content:
@@ -64,6 +64,7 @@ class FocusPanel(Vertical):
         Binding("c", "copy_node", "Copy", id="copy_node"),
         Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
         Binding("h", "node_history", "History", id="node_history", show=False),  # f1 help, the palette, README
+        Binding("g", "neighbourhood", "Neighbourhood", id="neighbourhood", show=False),
         # With the keyboard on the tab strip, the reading keys scroll the active tab (its read view
         # has the same keys when it holds the keyboard itself).
         Binding("up", "scroll_view('scroll_up')", "Scroll up", id="tab_scroll_up", show=False),
@@ -459,6 +460,14 @@ class FocusPanel(Vertical):
             from tui.screens.node_history import NodeHistory
 
             self.app.push_screen(NodeHistory(self.services, view.node_id, view.node["title"]))
+
+    def action_neighbourhood(self) -> None:
+        """g: the picture of the active node's one- and two-hop neighbourhood."""
+        view = self.active_view
+        if view is not None and view.node is not None:
+            from tui.screens.neighbourhood import NeighbourhoodScreen
+
+            self.app.push_screen(NeighbourhoodScreen(self.services, view.node_id))
 
     def action_integrate(self) -> None:
         """i: proposed edges for the active node; the app opens the review (tui.flows.link_review)."""
