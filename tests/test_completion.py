@@ -73,3 +73,14 @@ def test_each_script_calls_back_the_hidden_verb(cairn_cmd, cli_env):
     for shell in ("bash", "zsh", "fish"):
         out = subprocess.run([*cairn_cmd, "completion", shell], capture_output=True, text=True, env=cli_env, timeout=60)
         assert out.returncode == 0 and "cairn __complete --" in out.stdout
+
+
+def test_node_ids_are_offered_for_history_and_merge_but_not_for_a_change_number(store, db_path):
+    from tui.cli.completion import candidates
+    from tui.cli.main import build_parser
+
+    node = store.add_node("Alpha", "text")["id"]
+    parser = build_parser()
+    assert (str(node), "Alpha") in candidates(parser, ["history", "--db", str(db_path), ""])
+    assert (str(node), "Alpha") in candidates(parser, ["merge", "--db", str(db_path), str(node), ""])
+    assert candidates(parser, ["revert", "--db", str(db_path), str(node), "--to", ""]) == []

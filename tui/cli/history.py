@@ -6,6 +6,12 @@ from core.errors import InvalidInput
 from tui.cli.common import Out, Verbs, id_arg, open_store
 
 
+def change_arg(text: str) -> int:
+    """A change's number (`cairn history ID` lists them): a whole number, as an id is, but not a node's
+    id, so the shell completion does not offer node ids for it."""
+    return id_arg(text)
+
+
 def _titles(store, changes) -> dict[int, str]:
     ids = {i for c in changes for i in (c.node_id, c.other_id) if i is not None}
     return {n["id"]: n["title"] for n in store.get_nodes(sorted(ids))}
@@ -83,11 +89,11 @@ def cmd_revert(args, out: Out) -> int:
 def register(verbs: Verbs) -> None:
     p = verbs.add("history", cmd_history, "list the changes of a node (and its edges): what, who, when")
     p.add_argument("id", type=id_arg, help="the node's id")
-    p.add_argument("--diff", type=id_arg, metavar="N", help="show change N line by line")
+    p.add_argument("--diff", type=change_arg, metavar="N", help="show change N line by line")
     p.add_argument("--limit", type=int, default=None, help="only the newest N changes")
 
     p = verbs.add("revert", cmd_revert, "bring a node back to an earlier version, or undo one change")
     p.add_argument("id", type=id_arg, help="the node's id")
-    p.add_argument("--to", type=id_arg, metavar="N", help="the node as it was right after change N")
-    p.add_argument("--undo", type=id_arg, metavar="N", help="take back change N alone (refused if what it "
+    p.add_argument("--to", type=change_arg, metavar="N", help="the node as it was right after change N")
+    p.add_argument("--undo", type=change_arg, metavar="N", help="take back change N alone (refused if what it "
                    "changed was changed again since)")
