@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 SONNET = "claude-sonnet-4-6"  # the default model; caches from 2,048 tokens (core/providers/models.py)
-SONNET_1024 = "claude-sonnet-4-5"  # caches from 1,024 tokens: for a test whose prefix is shorter than 2,048
+SONNET_1024 = "claude-sonnet-5"  # caches from 1,024 tokens: for a test whose prefix is shorter than 2,048 (4-5: retired)
 GPT = "gpt-4.1-mini"
 KEY = "sk-test-KEY-d41d8cd98f00b204"  # a key that must never be stored or logged
 FIXED_NOW = datetime(2026, 3, 4, 5, 6, tzinfo=timezone.utc)

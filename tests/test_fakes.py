@@ -38,7 +38,7 @@ from fakes.tokens import (
     openai_blocks,
 )
 
-SONNET = "claude-sonnet-4-5"  # minimum cacheable prefix 1,024 tokens (the model table)
+SONNET = "claude-sonnet-5"  # minimum cacheable prefix 1,024 tokens (the model table); 4-5 is retired
 HAIKU = "claude-haiku-4-5"  # 4,096
 GPT = "gpt-4o-mini"
 
@@ -883,14 +883,16 @@ def test_anthropic_refuses_max_tokens_above_the_models_output(anth, aclient):
 def test_anthropic_refuses_a_prompt_longer_than_the_window(anth, aclient):
     from core.providers.models import facts
 
-    window = facts(SONNET, "anthropic").context_window
+    model = "claude-sonnet-4-6"  # a 200,000-token window (SONNET, Sonnet 5, has 1M)
+    window = facts(model, "anthropic").context_window
     assert window == 200_000
     big = long_text(window + 1)
-    assert a_refused(aclient, messages=[{"role": "user", "content": big}]) == \
+    assert a_refused(aclient, model=model, messages=[{"role": "user", "content": big}]) == \
         f"prompt is too long: {window + 1} tokens > {window} maximum"
     fits = long_text(window - 100)
-    assert "exceed context limit" in a_refused(aclient, max_tokens=101, messages=[{"role": "user", "content": fits}])
-    aclient.messages.create(model=SONNET, max_tokens=99, messages=[{"role": "user", "content": fits}])
+    assert "exceed context limit" in a_refused(aclient, model=model, max_tokens=101,
+                                               messages=[{"role": "user", "content": fits}])
+    aclient.messages.create(model=model, max_tokens=99, messages=[{"role": "user", "content": fits}])
 
 
 def test_anthropic_breakpoint_limits_and_ttl_order_messages(anth, aclient):
@@ -965,3 +967,17 @@ def test_openai_compatible_server_reads_max_tokens_only():
         assert srv.last.cache["prompt_cache_retention"] is None
         c.chat.completions.create(model="llama3.2", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
         assert srv.last.cache["output_limit"] == 50
+
+
+def test_anthropic_refuses_a_retired_model_as_the_api_does(anth, aclient):
+    """claude-sonnet-4-5 reached its end of life on 2026-11-30 (core/providers/models.py [A-retire]):
+    the API answers 404 not_found_error "model: claude-sonnet-4-5", and so does the fake."""
+    import datetime
+
+    import anthropic
+
+    if datetime.date.today().isoformat() < "2026-11-30":
+        pytest.skip("claude-sonnet-4-5 is still served before 2026-11-30")
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        aclient.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.body["error"] == {"type": "not_found_error", "message": "model: claude-sonnet-4-5"}

@@ -232,3 +232,27 @@ def test_a_local_servers_window_comes_from_the_config(tmp_path):
     cfg = config_module.load(path)
     for provider in (make_provider(cfg), preview_provider(cfg)):
         assert provider.facts.provider == "local" and provider.facts.context_window == 32768
+
+
+def test_a_deprecated_model_says_when_it_retires_and_what_replaces_it():
+    from datetime import date
+
+    from core.providers.models import facts
+
+    sonnet = facts("claude-sonnet-4-5-20250929", "anthropic")  # a dated id finds its alias, and its date
+    assert sonnet.retirement(date(2026, 11, 1)) == (
+        "claude-sonnet-4-5 is deprecated and retires on 2026-11-30; choose claude-sonnet-4-6 "
+        "(cairn config set chat.model claude-sonnet-4-6).")
+    assert sonnet.retirement(date(2026, 11, 30)).startswith("claude-sonnet-4-5 was retired on 2026-11-30: the API "
+                                                            "refuses it (404)")
+    assert facts("claude-sonnet-4-6", "anthropic").retirement() == ""
+
+
+def test_the_defaults_and_the_settings_choices_are_never_deprecated():
+    from core.config import CHEAP_MODELS, DEFAULT_MODELS
+    from core.providers.models import facts
+    from tui.widgets.context_viewer import MODEL_CHOICES
+
+    for provider in ("anthropic", "openai"):
+        for model in (DEFAULT_MODELS[provider], CHEAP_MODELS[provider], *MODEL_CHOICES[provider]):
+            assert facts(model, provider).known and not facts(model, provider).retires, model

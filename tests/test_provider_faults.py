@@ -284,3 +284,19 @@ def test_chat_timeout_setting_ends_a_stalled_reply(store, searcher, anth, oai, k
     assert chat.last_reply.text == PARTIAL and chat.last_reply.status == "incomplete"
     with pytest.raises(config_module.ConfigError, match="chat.timeout"):
         config_module.set_value("chat.timeout", 0, path)
+
+
+def test_a_retired_model_says_it_was_retired_and_names_its_successor(store, searcher, anth):
+    """The API answers a model past its end of life with 404 not_found_error (the fake too, see
+    core/providers/models.py [A-retire]); the turn says it was retired and what to choose instead."""
+    import datetime
+
+    if datetime.date.today().isoformat() < "2026-11-30":
+        pytest.skip("claude-sonnet-4-5 is served until 2026-11-30")
+    provider = anthropic_provider(anth, model="claude-sonnet-4-5")
+    provider._client = provider.client.with_options(max_retries=0)
+    chat = new_chat(store, provider, searcher)
+    errors = [e.error for e in send(chat, QUESTION) if e.type == "error"]
+    assert len(errors) == 1
+    message = str(errors[0])
+    assert "retired on 2026-11-30" in message and "claude-sonnet-4-6" in message and "404" in message

@@ -19,7 +19,7 @@ from core.errors import InvalidInput, NotFound
 from test_distil import conversation, graph, plain, run_propose, scripted_reply  # noqa: F401  (fixtures)
 from tui_support import settle, wait_for
 
-VARIABLES = {"user_name": "Ada", "chat_id": "1", "agent": "orchestrator", "model": "claude-sonnet-4-5"}
+VARIABLES = {"user_name": "Ada", "chat_id": "1", "agent": "orchestrator", "model": "claude-sonnet-4-6"}
 OVEN_QUERY = "a brick pizza oven in the back garden"
 
 

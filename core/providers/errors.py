@@ -26,6 +26,11 @@ def _translate(exc: Exception, provider: str, model: str, base_url: str | None, 
     if status == 403:
         return ProviderError(f"{label} refused the request (403 forbidden): this key may not use {model!r}.", kind="forbidden")
     if status == 404:
+        from core.providers.models import facts
+
+        retired = facts(model, provider).retirement()
+        if retired and "retired" in retired:
+            return ProviderError(f"{label} answered 404: {retired}", kind="not_found")
         return ProviderError(f"{label} does not know the model {model!r} (404); pick another in the settings.", kind="not_found")
     if status == 429:
         after = _retry_after(exc)

@@ -23,6 +23,13 @@ Sources, cited below by letter:
              without it the API refuses "prompt is too long: 208310 tokens > 200000 maximum"
              (anthropics/claude-code issue 12186, Sonnet 4.5); toolsdock.com's comparison lists
              "200K / 1M (beta)" for Opus 4.6 and Sonnet 4.5. Stricter: 200,000.
+  [A-retire] platform.claude.com/docs/en/about-claude/model-deprecations, as the anthropic SDK 2.14.0
+             carries it (anthropic/_data/deprecated_models.py: "claude-sonnet-4-5": "November 30th,
+             2026", "claude-opus-4-5": "January 22nd, 2027"; the SDK warns "The model ... is deprecated
+             and will reach end-of-life on ..."). After that date the API answers a request for the
+             model with 404 `{"type": "error", "error": {"type": "not_found_error", "message": "model:
+             claude-2.1"}}` (spring-projects/spring-ai PR 2387; PolicyEngine/policyengine-api issue 3800
+             for claude-sonnet-4-20250514 after its end-of-life).
   [O-model]  developers.openai.com/api/docs/models/<model> ("context window", "max output tokens",
              "Maximum input tokens"), and Vercel AI Gateway's model pages that copy them.
   [O-price]  developers.openai.com/api/docs/pricing (input, cached input, output), as copied by the
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import date
 
 # A local OpenAI-compatible server (Ollama, llama.cpp, LM Studio): the window is whatever the server
 # was started with. The OpenAI-compatible API does not report it; the servers' native endpoints do
@@ -80,6 +88,18 @@ class ModelFacts:
     # A local model: where its window came from: WINDOW_FROM_CONFIG, window_from_server(...) or
     # WINDOW_ASSUMED; "" when the caller did not say (and for a model of the table).
     window_source: str = ""
+    retires: str | None = None  # the provider's end-of-life date (YYYY-MM-DD) [A-retire]; None: none announced
+    successor: str | None = None  # what to choose instead, once it is deprecated
+
+    def retirement(self, today: date | None = None) -> str:
+        """For the UI: empty for a model in service with no end announced; else one sentence."""
+        if not self.retires:
+            return ""
+        today = today or date.today()
+        instead = f"; choose {self.successor} (cairn config set chat.model {self.successor})" if self.successor else ""
+        if today.isoformat() >= self.retires:
+            return f"{self.model} was retired on {self.retires}: the API refuses it (404){instead}."
+        return f"{self.model} is deprecated and retires on {self.retires}{instead}."
 
     @property
     def input_limit(self) -> int:
@@ -115,8 +135,10 @@ class ModelFacts:
 
 
 def _anthropic(model: str, window: int, max_output: int, minimum: int, input: float, write_5m: float,
-               write_1h: float, read: float, output: float) -> ModelFacts:
-    return ModelFacts("anthropic", model, window, max_output, minimum, input, write_5m, write_1h, read, output)
+               write_1h: float, read: float, output: float, *, retires: str | None = None,
+               successor: str | None = None) -> ModelFacts:
+    return ModelFacts("anthropic", model, window, max_output, minimum, input, write_5m, write_1h, read, output,
+                      retires=retires, successor=successor)
 
 
 def _openai(model: str, window: int, max_output: int, input: float, read: float, output: float, *,
@@ -153,14 +175,16 @@ MODELS: dict[str, ModelFacts] = {m.model: m for m in (
     _anthropic("claude-opus-4-6", 200_000, 128_000, 4096, 5.00, 6.25, 10.00, 0.50, 25.00),
     # Opus 4.5: max output 64,000 (Azure Foundry's model card "200K token context window and 64K max
     # output"; Effect-TS: "The 4.5 models keep 64000"); minimum 4,096 [A-cache].
-    _anthropic("claude-opus-4-5", 200_000, 64_000, 4096, 5.00, 6.25, 10.00, 0.50, 25.00),
+    _anthropic("claude-opus-4-5", 200_000, 64_000, 4096, 5.00, 6.25, 10.00, 0.50, 25.00,
+               retires="2027-01-22", successor="claude-opus-4-7"),  # [A-retire]
     # Sonnet 4.6: max output 64,000 (perstack-ai/perstack PR 801, tygartmedia.com's copy of [A-model])
     # vs 128,000 (a later [A-model]): stricter, 64,000. Minimum: [A-cache] says 1,024, docs.orq.ai
     # says 2,048, and users see caching start only at 2,048 (anthropic-sdk-python issue 1194):
     # stricter, 2,048.
     _anthropic("claude-sonnet-4-6", 200_000, 64_000, 2048, 3.00, 3.75, 6.00, 0.30, 15.00),
     # Sonnet 4.5: max output 64,000 (labring/fastgpt-plugin PR 242); minimum 1,024 [A-cache, docs.orq.ai].
-    _anthropic("claude-sonnet-4-5", 200_000, 64_000, 1024, 3.00, 3.75, 6.00, 0.30, 15.00),
+    _anthropic("claude-sonnet-4-5", 200_000, 64_000, 1024, 3.00, 3.75, 6.00, 0.30, 15.00,
+               retires="2026-11-30", successor="claude-sonnet-4-6"),  # [A-retire]
     # Haiku 4.5: max output 64,000 (toolsdock.com, fastgpt-plugin PR 242); minimum 4,096 [A-cache].
     _anthropic("claude-haiku-4-5", 200_000, 64_000, 4096, 1.00, 1.25, 2.00, 0.10, 5.00),
     # -- OpenAI. Windows and outputs [O-model], prices [O-price].

@@ -37,6 +37,7 @@ prompt plus ``max_tokens`` longer than it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Callable, Iterable, Mapping
 
 from ._base import (
@@ -355,7 +356,7 @@ class FakeAnthropic(FakeServerBase):
                 return self._error(ex, 401)
         if ex.rec.method == "GET" and path == "/v1/models":
             data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
-                    for m in sorted(self.models or {"claude-sonnet-4-5"})]
+                    for m in sorted(self.models or {"claude-sonnet-4-6"})]
             return ex.send_json(200, {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]})
         if ex.rec.method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
             return self._error(ex, 404, f"Not found: {ex.rec.method} {path}")
@@ -366,6 +367,11 @@ class FakeAnthropic(FakeServerBase):
             if f not in body:
                 return self._error(ex, 400, f"{f}: Field required")
         if self.models is not None and body["model"] not in self.models:
+            return self._error(ex, 404)
+        known = model_table.lookup(str(body["model"]))
+        if known is not None and known.retires and date.today().isoformat() >= known.retires:
+            # A model past its end-of-life: the API answers 404 not_found_error "model: <id>" (the model
+            # table's [A-retire]: spring-projects/spring-ai PR 2387, "model: claude-2.1").
             return self._error(ex, 404)
         blocks = anthropic_blocks(body)
         try:

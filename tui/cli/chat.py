@@ -64,6 +64,7 @@ def cmd_context(args, out: Out) -> int:
               "cache": {"prefix_tokens_est": prefix_est,
                         "min_cacheable_tokens": facts.min_cacheable,
                         "model_known": facts.known, "assumed": facts.assumed,
+                        "retirement": facts.retirement(),
                         "context_window": facts.context_window,
                         "last_reported_usage": last_usage},
               "body": body}
@@ -82,6 +83,8 @@ def cmd_context(args, out: Out) -> int:
             out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")
             if facts.assumed:
                 out.text(facts.assumed, style="yellow")
+            if facts.retirement():
+                out.text(facts.retirement(), style="yellow")
         if last_usage:
             out.text(f"last reply, as reported: input {last_usage['input']} (cache read {last_usage['cache_read']}, "
                      f"write {last_usage['cache_write']}), output {last_usage['output']}", style="dim")

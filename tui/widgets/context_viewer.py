@@ -31,7 +31,7 @@ from tui.services import Services
 SHOWN_CHARS = 6000  # a block's text is truncated for display beyond this (the request is not)
 MODEL_CHOICES = {
     "offline": ("offline",),
-    "anthropic": ("claude-sonnet-4-6", "claude-opus-4-5", "claude-haiku-4-5"),
+    "anthropic": ("claude-sonnet-4-6", "claude-opus-4-7", "claude-haiku-4-5"),  # none deprecated (models.py [A-retire])
     "openai": ("gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini"),
 }
 BLOCK_ORDER = ("tools", "system", "skills", "core_notes", "background", "history", "user", "focus", "retrieved",
@@ -439,6 +439,8 @@ class ContextViewer(VerticalScroll):
                         style="" if long_enough else "bold")
         if provider != "offline" and facts.assumed:
             text.append(f"\n{facts.assumed}", style="bold")
+        if provider != "offline" and facts.retirement():
+            text.append(f"\n{facts.retirement()}", style="bold")
         prediction = getattr(self, "_window", None)
         if provider != "offline" and prediction is not None:
             text.append("\n" + printable(prediction.line), style="bold" if prediction.cuts or prediction.refusal else "")
