@@ -158,6 +158,9 @@ class CairnApp(App):
         if self._quitting:
             return  # quit before the panes were due: nothing to mount into a closing app
         switcher = self.query_one("#right", ContentSwitcher)
+        if not switcher.is_attached:  # an exit under way (App.exit, not yet _shutdown): the screen is going
+            self._right_mounted.set()
+            return
         chat, viewer = ChatPane(self.services, id="chat"), ContextViewer(self.services, id="viewer")
         viewer.display = False  # f2 shows it
         self._right_mounting.set()
