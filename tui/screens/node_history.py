@@ -126,18 +126,17 @@ class NodeHistory(ModalScreen[None]):
 
     # -- writing -----------------------------------------------------------------------------------
     def action_undo(self) -> None:
-        change = self._change_at(self.query_one(OptionList).highlighted)
-        if change is not None and not self._busy:
-            self._busy = True
-            self._note(f"Undoing change #{change.id}…")
-            self.write("undo", change.id)
+        self._start("undo", "Undoing change #{}…")
 
     def action_revert(self) -> None:
+        self._start("revert", "Reverting to change #{}…")
+
+    def _start(self, how: str, saying: str) -> None:
         change = self._change_at(self.query_one(OptionList).highlighted)
         if change is not None and not self._busy:
             self._busy = True
-            self._note(f"Reverting to change #{change.id}…")
-            self.write("revert", change.id)
+            self._note(saying.format(change.id))
+            self.write(how, change.id)
 
     @work(thread=True, exclusive=True, group="history-write", exit_on_error=False)
     def write(self, how: str, change_id: int) -> None:
