@@ -387,3 +387,18 @@ async def test_nodes_changed_handled_while_the_app_closes_is_no_error(store, db_
         await app.query_one(FocusPanel).remove()  # as when the app closes with the message queued
         app._nodes_changed(NodesChanged((node,)))
         await pilot.pause()
+
+
+async def test_an_exit_right_after_the_first_frame_stops_cleanly(store, db_path):
+    """App.exit() in the first moment (before the right panes mount): it once stopped on
+    "MountError: Can't mount widget(s) before ContentSwitcher(id='right') is mounted"."""
+
+    class Quick(CairnApp):
+        def _first_frame(self) -> None:
+            super()._first_frame()
+            self.exit()
+
+    app = Quick(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+    assert app._exception is None and app.return_code == 0
