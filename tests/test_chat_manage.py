@@ -79,9 +79,14 @@ def test_markdown_and_node_exports(store):
     manage.rename(store, chat.id, "Coffee")
     text = manage.markdown(store, chat.id)
     assert text.startswith("# Coffee\n") and "## You\n\nWhat about espresso?" in text and "## Assistant" in text
-    node = manage.export_node(store, chat.id)
-    assert node["title"] == "Chat: Coffee" and node["dimensions"] == ["chat"] and node["source"] == text
+    node, new = manage.export_node(store, chat.id)
+    assert new and node["title"] == "Chat: Coffee" and node["dimensions"] == ["chat"] and node["source"] == text
     assert node["metadata"]["chat_id"] == chat.id
+    list(chat.send("And the grind?"))
+    store.update_node(node["id"], title="My coffee chat")
+    again, new = manage.export_node(store, chat.id)  # saved again: the same node, its text up to date
+    assert not new and again["id"] == node["id"] and "And the grind?" in again["source"]
+    assert again["title"] == "My coffee chat"
 
 
 def test_the_search_index_is_built_for_chats_written_before_it(tmp_path, monkeypatch):
@@ -109,6 +114,8 @@ def test_again_replaces_the_last_turn_and_keeps_its_tokens_counted(store):
     statuses = [r[0] for r in store.db.execute("SELECT status FROM messages WHERE chat_id = ? ORDER BY id",
                                                (chat.id,))]
     assert statuses.count("superseded") == 2  # the old message and its reply, kept
+    listed = next(c for c in ChatRepository(store).list_chats() if c["id"] == chat.id)
+    assert listed["replies"] == 2  # the replies in the chat now, not the one replaced
     assert manage.search(store, "better") and not [h for h in manage.search(store, '"second question"')
                                                    if h["snippet"].count("better") == 0]
     assert chat.last_message()[1] == "second question, better"
@@ -253,4 +260,25 @@ async def test_the_chat_list_finds_by_message_text_renames_and_trashes(store, db
         await wait_for(pilot, lambda: grind.id not in [c["id"] for c in screen.chats], what="the chat trashed")
         assert [c["id"] for c in manage.trash(store)] == [grind.id]
         assert [c["id"] for c in ChatRepository(store).list_chats()] == [other.id]
+        await settle(app, pilot)
+
+
+async def test_sending_in_a_chat_trashed_elsewhere_says_so_plainly(store, db_path):
+    from tui.app import CairnApp
+    from tui.widgets.chat_pane import ChatInput, ChatPane
+    from tui_support import settle, wait_for
+
+    chat = offline_chat(store, "first question")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        chat_pane, _ = await app.right_panes()
+        chat_pane.load_chat(chat.id)
+        await wait_for(pilot, lambda: chat_pane.chat_id == chat.id, what="the chat")
+        manage.delete(store, chat.id)  # from the command line, meanwhile
+        await pilot.press("ctrl+l")
+        app.query_one(ChatInput).text = "second question"
+        await pilot.press("ctrl+j")
+        await wait_for(pilot, lambda: not chat_pane._streaming, what="the refusal")
+        errors = [str(w.render()) for w in chat_pane.query(".chat-error")]
+        assert errors and "is in the trash" in errors[-1] and "InvalidInput" not in errors[-1]
         await settle(app, pilot)

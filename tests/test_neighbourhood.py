@@ -90,9 +90,11 @@ def test_the_highlighted_box_is_reversed_and_described(store, coffee):
     row = lines[placed[water].mid]
     assert any("reverse" in str(span.style) for span in row.spans)
     said = picture.describe(hood, placed[water])
-    assert said == "Water chemistry → Espresso ratios: “Water hardness changes the extraction.”"
+    assert said == ("Water chemistry → Espresso ratios: “Water hardness changes the extraction.” · beyond it: 1 more "
+                    "two links out (enter centres on it)")
     center = next(p for p in placed if p.column == "center")
-    assert picture.describe(hood, center).startswith("Espresso ratios — 2 links in, 2 out, 4 nodes two links away")
+    assert picture.describe(hood, center) == ("Espresso ratios — 4 neighbours: 2 linking in, 2 linked to (1 of them "
+                                              "linked both ways, drawn on the right ⇄); 4 nodes two links away.")
 
 
 def test_a_crowded_column_ends_in_a_more_box(store):

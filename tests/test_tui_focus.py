@@ -374,7 +374,7 @@ async def test_reload_refreshes_and_closes_nodes_deleted_elsewhere(db_path, stor
         await settle(app, pilot)
         assert panel.open_ids == (alpha,)
         assert focuses[-1] == Focus(open=(alpha,), primary=alpha)
-        assert any("Beta" in n and "deleted elsewhere" in n for n in notices(app))
+        assert any("Beta" in n and "no longer there" in n for n in notices(app))
         view = view_of(app, alpha)
         assert text_of(view.query_one(".node-title", Static)) == "Alpha renamed elsewhere"
         assert view.query_one(".node-edges", OptionList).option_count == 0  # the edge went with Beta
@@ -1051,4 +1051,4 @@ async def test_a_node_deleted_while_edited_closes_its_tab_once_the_edit_is_disca
         await pilot.press("y")
         await settle(app, pilot)
         assert panel.open_ids == (alpha,)  # not a tab showing a node that is gone
-        assert any("Beta" in n and "deleted elsewhere" in n for n in notices(app))
+        assert any("Beta" in n and "no longer there" in n for n in notices(app))

@@ -40,6 +40,8 @@ async def test_u_undoes_the_models_change_and_the_node_view_follows(store, db_pa
         await wait_for(pilot, lambda: len(screen.changes) == 3, what="the undo listed")
         assert "Undid change" in status(screen)
         assert screen.changes[0].actor == f"you (app), undoing change {screen.changes[1].id}"
+        options = screen.query_one("#history-list")
+        assert screen.changes[options.highlighted].actor == "the model in chat 4"  # the same change stays chosen
         assert store.get_node(nid)["source"] == "Eight hours."
         await pilot.press("escape")
         panel = app.query_one(FocusPanel)
@@ -78,4 +80,24 @@ async def test_the_palette_offers_the_history_of_the_open_node(store, db_path):
         await wait_for(pilot, lambda: panel.active_view is not None and panel.active_view.node is not None,
                        what="the node to open")
         assert "Focus: history of this node" in titles()
+        await settle(app, pilot)
+
+
+async def test_undoing_a_creation_asks_first(store, db_path):
+    from tui.screens.confirm import ConfirmScreen
+
+    nid = store.add_node("Sleep", "Eight hours.")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_history(pilot, app, nid)
+        await pilot.press("u")  # the only change: the creation
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: app.screen is screen, what="back in the History")
+        assert store.get_node(nid)["title"] == "Sleep"
+        await pilot.press("u")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question again")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: "Undid change" in status(screen), what="the undo")
+        assert [t["node_id"] for t in store.trash()] == [nid]
         await settle(app, pilot)

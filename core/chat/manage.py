@@ -67,7 +67,8 @@ def restore(store, chat_id: int) -> dict:
 
 def trash(store) -> list[dict]:
     rows = store.db.execute(
-        "SELECT id, title, deleted_at, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id) AS messages"
+        "SELECT id, title, deleted_at, (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id"
+        " AND m.status != 'superseded') AS messages"
         " FROM chats c WHERE deleted_at IS NOT NULL ORDER BY deleted_at DESC").fetchall()
     return [dict(r) for r in rows]
 
@@ -129,10 +130,18 @@ def markdown(store, chat_id: int) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def export_node(store, chat_id: int) -> dict[str, Any]:
-    """The chat's markdown as a new node (dimension `chat`, metadata.chat_id), to link and find later."""
+def export_node(store, chat_id: int) -> tuple[dict[str, Any], bool]:
+    """The chat's markdown as a node (dimension `chat`, metadata.chat_id), to link and find later:
+    (the node, whether it is new). A chat saved before is saved again into the same node (its text
+    brought up to date; a title you gave it kept), never as a second copy."""
     repo = ChatRepository(store)
     chat = _chat_row(repo, chat_id, deleted=None)
+    text = markdown(store, chat_id)
+    row = store.db.execute("SELECT id FROM nodes WHERE json_extract(metadata, '$.chat_id') = ?"
+                           " AND json_extract(metadata, '$.created_via') = 'chat export' ORDER BY id LIMIT 1",
+                           (int(chat_id),)).fetchone()
+    if row is not None:
+        return store.update_node(row["id"], source=text), False
     title = f"Chat: {chat['title'] or chat_id}"[:200]
-    return store.add_node(title, markdown(store, chat_id), dimensions=["chat"],
-                          metadata={"chat_id": int(chat_id), "created_via": "chat export"})
+    return store.add_node(title, text, dimensions=["chat"],
+                          metadata={"chat_id": int(chat_id), "created_via": "chat export"}), True

@@ -71,7 +71,7 @@ class ChatRepository:
             "SELECT c.id, c.title, c.agent, c.provider, c.model, c.created_at, c.updated_at,"
             " json_extract(c.metadata, '$.parent_chat_id') AS parent,"
             " (SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id AND m.role = 'assistant'"
-            "   AND m.usage IS NOT NULL) AS replies,"
+            "   AND m.usage IS NOT NULL AND m.status != 'superseded') AS replies,"
             " (SELECT json_group_array(m.usage) FROM messages m WHERE m.chat_id = c.id AND m.usage IS NOT NULL) AS usages"
             " FROM chats c WHERE c.deleted_at IS NULL ORDER BY c.updated_at DESC LIMIT ?", (int(limit),)).fetchall()
         out = []

@@ -34,8 +34,14 @@ NODE_FIELDS = ("title", "description", "source", "link", "event_date", "type", "
 EDGE_FIELDS = ("from_node_id", "to_node_id", "explanation", "context", "source")
 ACTIONS = ("create", "update", "delete", "restore")
 
-# How the fields are named to a user (the node view calls `source` the text).
-FIELD_NAMES = {"source": "text", "event_date": "event date", "explanation": "explanation"}
+# How the fields are named to a user (the node view calls a node's `source` the text; an edge's
+# `source` is who made it).
+FIELD_NAMES = {"source": "text", "event_date": "event date"}
+EDGE_FIELD_NAMES = {"from_node_id": "from", "to_node_id": "to", "source": "made by", "context": "context"}
+
+
+def field_name(kind: str, name: str) -> str:
+    return (EDGE_FIELD_NAMES if kind == "edge" else FIELD_NAMES).get(name, name)
 
 _ACTOR: ContextVar[str | None] = ContextVar("cairn_actor", default=None)
 # The operation under way on this thread: a one-item list holding the id of its first change (None
@@ -181,10 +187,11 @@ class Change:
                 ends = f"from {named(self.node_id)}"
             else:
                 ends = f"{named(self.node_id)} → {named(self.other_id)}"
-            return {"create": f"linked {ends}", "delete": f"unlinked {ends}", "restore": f"relinked {ends}",
-                    "update": f"changed the {_names(self.fields)} of the link {ends}"}[self.action]
+            return {"create": f"linked {ends}", "delete": f"removed the link {ends}",
+                    "restore": f"brought back the link {ends}",
+                    "update": f"changed the {_names(self.kind, self.fields)} of the link {ends}"}[self.action]
         if self.action == "update":
-            return f"changed {_names(self.fields)}"
+            return f"changed {_names(self.kind, self.fields)}"
         return {"create": "created", "delete": "moved to the trash", "restore": "restored from the trash"}[self.action]
 
     def as_dict(self) -> dict[str, Any]:
@@ -194,8 +201,8 @@ class Change:
                 "after": self.after}
 
 
-def _names(fields: list[str]) -> str:
-    return ", ".join(FIELD_NAMES.get(f, f) for f in fields)
+def _names(kind: str, fields: list[str]) -> str:
+    return ", ".join(field_name(kind, f) for f in fields)
 
 
 def _change(row) -> Change:
@@ -243,12 +250,16 @@ def _text_of(value: Any) -> str:
 
 
 def diff(change: Change) -> list[str]:
-    """The change as unified-diff lines, field by field ("--- title (before)" / "+++ title (after)")."""
+    """The change as unified-diff lines, field by field ("--- title (before)" / "+++ title (after)"). An
+    edge's creation or deletion shows its explanation alone (its ends are in the summary)."""
     out: list[str] = []
-    for name in change.fields:
+    fields = change.fields
+    if change.kind == "edge" and change.action != "update":
+        fields = ["explanation"]
+    for name in fields:
         old = _text_of((change.before or {}).get(name)).splitlines()
         new = _text_of((change.after or {}).get(name)).splitlines()
-        label = FIELD_NAMES.get(name, name)
+        label = field_name(change.kind, name)
         lines = list(difflib.unified_diff(old, new, f"{label} (before)", f"{label} (after)", lineterm="", n=2))
         if not lines and old != new:  # e.g. "" vs nothing
             lines = [f"--- {label} (before)", f"+++ {label} (after)"]

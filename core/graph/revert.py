@@ -116,6 +116,6 @@ def _unchanged_since(store, c: Change, current: dict, what: str) -> None:
                   if x.id > c.id and x.kind == c.kind and set(x.fields) & set(moved)
                   and (c.kind == "node" or x.edge_id == c.edge_id)), None)
     by = f" by change {later.id} ({later.actor})" if later else ""
-    names = ", ".join(history.FIELD_NAMES.get(k, k) for k in moved)
+    names = ", ".join(history.field_name(c.kind, k) for k in moved)
     raise InvalidInput(f"The {names} of {what} changed again since change {c.id}{by}; undoing it would throw that "
                        f"away. Revert the node to a version instead (cairn revert {c.node_id} --to N).")

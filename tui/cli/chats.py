@@ -81,9 +81,10 @@ def cmd_chats_action(args, out: Out) -> int:
     if action == "export":
         with open_store(args) as store:
             if args.as_node:
-                node = manage.export_node(store, chat_id)
-                out.json(node) if out.as_json else out.text(f"Saved chat {chat_id} as node {node['id']}: ",
-                                                             (node["title"], "bold"))
+                node, new = manage.export_node(store, chat_id)
+                said = f"Saved chat {chat_id} as node {node['id']}: " if new else \
+                    f"Brought node {node['id']} (chat {chat_id} saved before) up to date: "
+                out.json(node) if out.as_json else out.text(said, (node["title"], "bold"))
                 return 0
             text = manage.markdown(store, chat_id)
         if args.output:

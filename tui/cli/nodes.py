@@ -170,9 +170,9 @@ def cmd_trash(args, out: Out) -> int:
         out.text("The trash is empty.")
     else:
         for t in items:
-            merged = f", merged into {t['merged_into']}" if "merged_into" in t else ""
-            out.text((f"[{t['node_id']}] ", "dim"), (t["title"], "bold"),
-                     (f"  {t['edges']} edges, deleted {t['deleted_at']}{merged}", "dim"))
+            what = (f"merged into {t['merged_into']} (its links moved there), {t['deleted_at']}" if "merged_into" in t
+                    else f"{t['edges']} edge{'s' if t['edges'] != 1 else ''}, deleted {t['deleted_at']}")
+            out.text((f"[{t['node_id']}] ", "dim"), (t["title"], "bold"), (f"  {what}", "dim"))
     return 0
 
 

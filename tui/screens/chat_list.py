@@ -246,7 +246,7 @@ class ChatListScreen(ModalScreen[int | None]):
                 elif what == "delete":
                     result = manage.delete(store, chat_id)
                 elif what == "save_as_node":
-                    result = manage.export_node(store, chat_id)
+                    result = manage.export_node(store, chat_id)  # (node, new)
                 else:
                     result = manage.markdown(store, chat_id)
         except CairnError as exc:
@@ -266,8 +266,10 @@ class ChatListScreen(ModalScreen[int | None]):
             self.notify(f"Moved chat {chat_id} to the trash (cairn chats restore {chat_id} brings it back).",
                         timeout=6)
         elif what == "save_as_node":
-            self.app.post_message(NodesChanged((result["id"],)))
-            self.notify(f"Saved chat {chat_id} as node {result['id']} (dimension chat).", timeout=4)
+            node, new = result
+            self.app.post_message(NodesChanged((node["id"],)))
+            self.notify(f"Saved chat {chat_id} as node {node['id']} (dimension chat)." if new else
+                        f"Brought node {node['id']}, where chat {chat_id} was saved before, up to date.", timeout=4)
             return
         else:
             self.app.copy_to_clipboard(result)

@@ -58,7 +58,7 @@ class MergeReview(ModalScreen[int | None]):
             yield TextArea(id="merge-text", soft_wrap=True, disabled=True)
             yield Static(id="merge-error")
             yield Static("ctrl+s merge with this text · esc cancel (nothing is written until ctrl+s) · the merge "
-                         "is one change in the History (h), undone with one key", id="merge-hint")
+                         "is one operation in the History (h): u on any of its changes undoes all of it", id="merge-hint")
         yield Footer()
 
     def on_mount(self) -> None:

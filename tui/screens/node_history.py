@@ -103,7 +103,7 @@ class NodeHistory(ModalScreen[None]):
     def on_node_history_loaded(self, event: Loaded) -> None:
         self.changes, self.titles = event.changes, event.titles
         options = self.query_one(OptionList)
-        highlighted = options.highlighted
+        was = options.get_option_at_index(options.highlighted).id if options.highlighted is not None else None
         options.clear_options()
         options.add_options([Option(change_line(c, self.titles, self.node_id), id=str(c.id)) for c in self.changes])
         status = self.query_one("#history-status", Static)
@@ -112,7 +112,9 @@ class NodeHistory(ModalScreen[None]):
             self.query_one("#history-diff", Static).update("")
             return
         status.update(f"{len(self.changes)} changes · u undo the highlighted one · r revert the node to it")
-        options.highlighted = min(highlighted or 0, len(self.changes) - 1) if highlighted is not None else 0
+        # The same change stays highlighted (a new undo goes in at the top and moves the rows down).
+        ids = [str(c.id) for c in self.changes]
+        options.highlighted = ids.index(was) if was in ids else 0
 
     @on(OptionList.OptionHighlighted, "#history-list")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -126,6 +128,18 @@ class NodeHistory(ModalScreen[None]):
 
     # -- writing -----------------------------------------------------------------------------------
     def action_undo(self) -> None:
+        change = self._change_at(self.query_one(OptionList).highlighted)
+        if change is None or self._busy:
+            return
+        if change.kind == "node" and change.action in ("create", "restore"):
+            from tui.screens.confirm import ConfirmScreen
+
+            title = self.titles.get(change.node_id, f"node {change.node_id}")
+            question = (f"Undoing change #{change.id} moves “{title}” and its links to the trash (u on the undo, or "
+                        "cairn restore, brings it back). Go ahead?")
+            self.app.push_screen(ConfirmScreen(question),
+                                 lambda yes: self._start("undo", "Undoing change #{}…") if yes else None)
+            return
         self._start("undo", "Undoing change #{}…")
 
     def action_revert(self) -> None:

@@ -30,7 +30,7 @@ from textual.widgets.option_list import Option
 
 from core.chat.citations import CitationCheck, groups as citation_groups
 from core.chat.cost import NO_PRICE, Cost, Pricer
-from core.errors import NotFound
+from core.errors import CairnError, NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
 from tui.services import Services
@@ -385,6 +385,15 @@ class ChatPane(Vertical):
         self.app.copy_to_clipboard(self.last_reply_text)
         self.notify(f"Copied the last reply ({len(self.last_reply_text):,} characters) to the clipboard.")
 
+    def _title_from_store(self) -> None:
+        from core.chat.repository import ChatRepository
+
+        with self.services.store_if_free() as store:
+            row = ChatRepository(store).load_chat(self.chat_id) if store is not None and self.chat_id else None
+        if row is not None and row["title"] != self.chat_title:
+            self.chat_title = row["title"]
+            self._update_title()
+
     def _update_title(self) -> None:
         cfg = self.services.config
         agent = self.chat_agent or cfg.chat.agent
@@ -545,7 +554,7 @@ class ChatPane(Vertical):
                 self.post_message(_TurnDone(turn, reply.text, reply.status, reply.error, reply.usage.as_dict(),
                                             sources, passages, list(reply.created_nodes), check,
                                             dict(reply.side_usage), cost))
-        except ProviderError as exc:
+        except (ProviderError, CairnError) as exc:  # a sentence of ours: shown as it is
             self.post_message(_TurnFailed(turn, str(exc), stored))
         except Exception as exc:  # shown inline; the app never crashes on a failed reply
             self.post_message(_TurnFailed(turn, f"{type(exc).__name__}: {exc}", stored))
@@ -874,6 +883,8 @@ class ChatPane(Vertical):
         def chosen(chat_id) -> None:
             if chat_id is not None:
                 self.load_chat(int(chat_id))
+            elif self.chat_id is not None:
+                self._title_from_store()  # the open chat may have been renamed in the list
 
         self.app.push_screen(ChatListScreen(self.services, current=self.chat_id), chosen)
 

@@ -352,8 +352,8 @@ class FocusPanel(Vertical):
         if view.node is None:
             self.app.notify(f"There is no node {message.node_id}.", severity="warning")
         else:
-            self.app.notify(f"“{printable(view.node['title'])}” no longer exists (deleted elsewhere); "
-                            "its tab is closed.", markup=False, severity="warning")
+            self.app.notify(f"“{printable(view.node['title'])}” is no longer there (moved to the trash or merged); "
+                            "its tab is closed. `cairn trash` lists it.", markup=False, severity="warning")
 
     def on_node_view_editing_changed(self, message: NodeView.EditingChanged) -> None:
         self.refresh_bindings()

@@ -224,12 +224,16 @@ def describe(hood: Neighbourhood, p: Placed | None) -> str:
         return (f"{p.more} more not drawn here (the busiest are); the node's Edges list in Focus has every link.")
     if isinstance(p.node, dict):
         ins, outs = len(hood.ring1["in"]) + hood.more1["in"], len(hood.ring1["out"]) + hood.more1["out"]
+        both = sum(1 for n in hood.ring1["out"] if n.both)
         far = sum(len(v) for v in hood.ring2.values()) + sum(hood.more2.values())
-        return (f"{printable(center['title'])} — {ins} link{'s' if ins != 1 else ''} in, {outs} out, {far} node"
-                f"{'s' if far != 1 else ''} two links away.")
+        ways = f" ({both} of them linked both ways, drawn on the right ⇄)" if both else ""
+        return (f"{printable(center['title'])} — {ins + outs} neighbour{'s' if ins + outs != 1 else ''}: {ins} "
+                f"linking in, {outs} linked to{ways}; {far} node{'s' if far != 1 else ''} two links away.")
     n = p.node
     e = n.edge
     ends = f"{printable(e.get('from_title') or str(e['from_node_id']))} → {printable(e.get('to_title') or str(e['to_node_id']))}"
     explanation = printable(e["explanation"]) if e["explanation"] else "no explanation yet"
     both = " (linked both ways)" if n.both else ""
-    return f"{ends}{both}: “{explanation}”"
+    beyond = hood.through.get(n.node_id, 0) if n.parent is None else 0
+    further = f" · beyond it: {beyond} more two links out (enter centres on it)" if beyond else ""
+    return f"{ends}{both}: “{explanation}”{further}"
