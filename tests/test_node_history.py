@@ -172,25 +172,49 @@ def test_undo_says_why_when_the_trash_no_longer_holds_the_node(store):
 
 def test_a_failing_step_rolls_the_whole_revert_back(store, monkeypatch):
     a = store.add_node("Alpha", "v1")["id"]
+    b = store.add_node("Beta", "b")["id"]
     version = changes(store, a)[0].id
-    store.update_node(a, source="v2")
-    store.update_node(a, title="Alpha 3")
-    calls = []
-    real = Store.update_node
+    store.update_node(a, source="v2", title="Alpha 3")
+    store.add_edge(a, b, "because")
 
-    def fail_second(self, node_id, **fields):
-        calls.append(fields)
-        if len(calls) == 2:
-            raise InvalidInput("disk full (simulated)")
-        return real(self, node_id, **fields)
+    def fail(self, edge_id):
+        raise InvalidInput("disk full (simulated)")
 
-    monkeypatch.setattr(Store, "update_node", fail_second)
+    monkeypatch.setattr(Store, "delete_edge", fail)  # the step after the node's fields were set back
     with pytest.raises(InvalidInput, match="simulated"):
         revert.revert_to(store, a, version)
     monkeypatch.undo()
     node = store.get_node(a)
-    assert (node["title"], node["source"]) == ("Alpha 3", "v2")  # the first undo was rolled back too
+    assert (node["title"], node["source"], len(store.edges(a))) == ("Alpha 3", "v2", 1)  # all rolled back
     assert len(changes(store, a)) == 3
+
+
+def test_a_revert_writes_the_net_difference_not_every_step(store):
+    a = store.add_node("Alpha", "v1")["id"]
+    b = store.add_node("Beta", "b")["id"]
+    version = changes(store, a)[0].id
+    for text in ("v2", "v3", "v4"):
+        store.update_node(a, source=text)
+    edge = store.add_edge(a, b, "because")["id"]
+    store.delete_edge(edge)
+    store.add_edge(a, b, "again")
+    before = len(history.changes(store.db, a))
+    revert.revert_to(store, a, version)
+    written = history.changes(store.db, a)[: len(history.changes(store.db, a)) - before]
+    assert [(c.kind, c.action) for c in written] == [("edge", "delete"), ("node", "update")]
+    assert store.get_node(a)["source"] == "v1" and store.edges(a) == []
+
+
+def test_reverting_to_before_a_deletion_brings_the_node_back(store):
+    a = store.add_node("Alpha", "v1")["id"]
+    b = store.add_node("Beta", "b")["id"]
+    store.add_edge(a, b, "because")
+    version = changes(store, a)[0].id
+    store.update_node(a, source="v2")
+    store.delete_node(a)
+    revert.revert_to(store, a, version)
+    node = store.get_node(a)
+    assert node["source"] == "v1" and [e["explanation"] for e in store.edges(a)] == ["because"]
 
 
 def test_prune_keeps_each_node_its_newest_changes_and_edges_for_either_end(store):

@@ -3,10 +3,9 @@ the history, as made by whoever asked, "undoing change N").
 
 `undo` takes back one change — with the rest of its operation, when it was part of one (a merge, a
 revert) — and refuses when what it changed has been changed again since (it would silently throw that
-later edit away): the user reverts to a version instead. An undo and a revert are operations
-themselves, so one undo takes either back whole. `revert_to` brings a
-node back to how it was right after change N by undoing, newest first and in one transaction, every
-later change that touched it — its own and those of its edges.
+later edit away): the user reverts to a version instead. `revert_to` writes the net difference between
+now and the version asked for. An undo and a revert are operations themselves, so one undo takes
+either back whole.
 """
 
 from __future__ import annotations
@@ -28,19 +27,78 @@ def undo(store, change_id: int) -> list[Change]:
 
 
 def revert_to(store, node_id: int, change_id: int) -> list[Change]:
-    """Bring node `node_id` back to how it was right after change `change_id`: the changes undone, newest
-    first (none when it is already there)."""
+    """Bring node `node_id` back to how it was right after change `change_id`: its fields, whether it
+    exists, and each of its edges changed since. Written as the net difference — one change per field
+    set, per edge — not as a replay of every step. Returns the later changes it took back, newest first
+    (none when the node is already there)."""
+    nid = int(node_id)
     target = history.change(store.db, change_id)
-    if not history.touches(target, int(node_id)):
+    if not history.touches(target, nid):
         raise InvalidInput(f"Change {change_id} is not a change of node {node_id}; `cairn history {node_id}` "
                            "lists its changes.")
-    later = [c for c in history.changes(store.db, int(node_id)) if c.id > target.id]
+    later = [c for c in history.changes(store.db, nid) if c.id > target.id]
+    if not later:
+        return []
+    oldest_first = list(reversed(later))
     with history.acting_as(f"{history.current_actor()}, reverting node {node_id} to change {target.id}"), \
             history.operation():
         with store.db.transaction():
-            for c in later:
-                _undo(store, c, check=False)
+            existed = not (target.kind == "node" and target.node_id == nid and target.action == "delete")
+            exists = _exists(store, nid)
+            if existed and not exists:
+                try:
+                    store.restore_node(nid)
+                except NotFound:
+                    raise InvalidInput(f"Node {nid} is no longer in the trash (it was emptied), so it cannot be "
+                                       f"brought back to change {target.id}.") from None
+            if existed:
+                fields: dict = {}
+                for c in oldest_first:
+                    if c.kind == "node" and c.node_id == nid and c.action == "update":
+                        for k in c.fields:
+                            fields.setdefault(k, c.before[k])
+                if "metadata" in fields and "dimensions" not in fields:
+                    fields["dimensions"] = store.get_node(nid)["dimensions"]
+                if fields:
+                    store.update_node(nid, **fields)
+            first_of_edge: dict[int, Change] = {}
+            for c in oldest_first:
+                if c.kind == "edge":
+                    first_of_edge.setdefault(c.edge_id, c)
+            for edge_id, c in first_of_edge.items():
+                _edge_as_before(store, edge_id, c)
+            if not existed and _exists(store, nid):
+                store.delete_node(nid)
     return later
+
+
+def _exists(store, node_id: int) -> bool:
+    return store.db.execute("SELECT 1 FROM nodes WHERE id = ?", (int(node_id),)).fetchone() is not None
+
+
+def _edge_as_before(store, edge_id: int, first: Change) -> None:
+    """Put an edge back as it was before `first`, the oldest of its changes being reverted."""
+    try:
+        now = store.get_edge(edge_id)
+    except NotFound:
+        now = None
+    if first.action in ("create", "restore"):  # it did not exist then
+        if now is not None:
+            store.delete_edge(edge_id)
+        return
+    was = first.before if first.action == "delete" else {**history.edge_version(now or {}), **first.before}
+    if now is None:
+        if first.action != "delete":
+            return  # changed, then deleted along with a node that is not coming back: nothing to restore onto
+        for end in (was["from_node_id"], was["to_node_id"]):
+            if not _exists(store, end):
+                return  # its other end is gone (in the trash): the link comes back with that node's restore
+        store.add_edge(was["from_node_id"], was["to_node_id"], was["explanation"], context=was["context"],
+                       source=was["source"], allow_empty=True, edge_id=edge_id)
+        return
+    if (now["explanation"], now["context"]) != (was["explanation"], was["context"]):
+        store.update_edge(edge_id, explanation=was["explanation"], context=was["context"], replace_context=True,
+                          allow_empty=True)
 
 
 def _undo(store, c: Change, *, check: bool) -> None:
