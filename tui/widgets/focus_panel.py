@@ -21,6 +21,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.content import Content
 from textual.widgets import Static, TabbedContent, TabPane, Tabs
 
@@ -219,10 +220,21 @@ class FocusPanel(Vertical):
                 await added
             finally:
                 self._adding.discard(pane)
-            if self._panes.get(node_id) == pane and self._wanted == node_id:  # not overtaken by a later open
-                self._activate(node_id)
+            if self._panes.get(node_id) == pane and self._wanted == node_id and self._tab_there(pane):
+                self._activate(node_id)  # not overtaken by a later open, nor torn down by a quit meanwhile
 
         self.call_next(activate)
+
+    def _tab_there(self, pane: str) -> bool:
+        """Whether the pane's tab is in the strip: an app shutting down removes it after its add began
+        (switching to it then raised "No Tab with id" while the app quit)."""
+        if not self.is_attached:
+            return False
+        try:
+            self.tabs.get_tab(pane)
+        except (NoMatches, ValueError):
+            return False
+        return True
 
     def _activate(self, node_id: int, *, take_keyboard: bool = True) -> None:
         # Announce the new primary before switching panes: the switch makes the screen lay out the
