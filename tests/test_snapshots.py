@@ -114,6 +114,12 @@ async def settle(pilot) -> None:
         raise AssertionError("workers did not settle")
     for widget in [*app.screen.query(Input), *app.screen.query(TextArea)]:
         widget.cursor_blink = False
+    for area in app.screen.query(TextArea):
+        # Textual's TextArea keys its cached lines without the cursor when it does not blink, so a line
+        # drawn while the blink was in its "off" phase was kept with no cursor (a flake under load):
+        # draw every line again now that the cursor is steady.
+        area._line_cache.clear()
+        area.refresh()
     await pilot.pause()
 
 
