@@ -20,7 +20,6 @@ changes count for both ends); it runs when the app and the MCP server start and 
 
 from __future__ import annotations
 
-import difflib
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -252,6 +251,8 @@ def _text_of(value: Any) -> str:
 def diff(change: Change) -> list[str]:
     """The change as unified-diff lines, field by field ("--- title (before)" / "+++ title (after)"). An
     edge's creation or deletion shows its explanation alone (its ends are in the summary)."""
+    import difflib  # only when a diff is shown (the store imports this module at every start)
+
     out: list[str] = []
     fields = change.fields
     if change.kind == "edge" and change.action != "update":
