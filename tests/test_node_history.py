@@ -355,6 +355,7 @@ def test_cli_history_diff_and_revert(capsys, db_path):
     (("revert", "1", "--undo", "999"), "There is no change 999"),
     (("history", "1", "--diff", "999"), "There is no change 999"),
     (("history", "1", "--diff", "2"), "Change 2 is not a change of node 1"),
+    (("history", "77"), "There is no node 77"),
 ])
 def test_cli_history_errors_are_specific(capsys, db_path, argv, message):
     cli(capsys, db_path, "add", "a", "--title", "Alpha")

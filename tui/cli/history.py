@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, NotFound
 from tui.cli.common import Out, Verbs, id_arg, open_store
 
 
@@ -38,6 +38,8 @@ def cmd_history(args, out: Out) -> int:
             return 0
         changes = history.changes(store.db, args.id, limit=args.limit)
         titles = _titles(store, changes)
+        if not changes and not store.get_nodes([args.id]):
+            raise NotFound(f"There is no node {args.id}, and no change of a node {args.id} is recorded.")
     if out.as_json:
         out.json([c.as_dict() for c in changes])
         return 0
