@@ -37,6 +37,8 @@ def test_rename_trims_and_refuses_empty_long_or_trashed(store):
         manage.rename(store, chat.id, "x" * 201)
     with pytest.raises(NotFound):
         manage.rename(store, 999, "x")
+    with pytest.raises(InvalidInput, match="NUL"):
+        manage.rename(store, chat.id, "bad\x00title")
     manage.delete(store, chat.id)
     with pytest.raises(InvalidInput, match="in the trash"):
         manage.rename(store, chat.id, "again")

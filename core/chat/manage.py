@@ -37,6 +37,8 @@ def _chat_row(repo: ChatRepository, chat_id: int, *, deleted: bool | None = Fals
 
 
 def rename(store, chat_id: int, title: str) -> dict:
+    if "\x00" in (title or ""):
+        raise InvalidInput("A chat's title cannot contain a NUL byte.")
     title = " ".join((title or "").split())
     if not title:
         raise InvalidInput("A chat's title must not be empty.")
