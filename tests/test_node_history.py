@@ -248,7 +248,6 @@ def test_doctor_counts_and_repairs_changes_past_the_bound(store):
 
 
 def test_an_old_database_gains_the_history_table(tmp_path):
-    from core.graph.db import Database
     from core.graph.migrations import MIGRATIONS
     from core.graph.db import sqlite
 
@@ -268,7 +267,6 @@ def test_an_old_database_gains_the_history_table(tmp_path):
         a = store.add_node("Alpha", "text")["id"]
         assert [c.action for c in changes(store, a)] == ["create"]
     assert (tmp_path / f"old.db.before-v{len(MIGRATIONS)}.bak").exists()
-    Database  # noqa: B018 (imported for the name in the failure message)
 
 
 # -- who: the importers, the model's tools, the MCP server ---------------------------------------------
