@@ -7,6 +7,7 @@ warns when others can read it (it may hold API keys)."""
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import stat
@@ -416,8 +417,10 @@ def _commented(text: str, comment: str) -> str:
     return f"{text:<24} # {comment}"
 
 
-def _template() -> str:
-    """The commented config file `write_default` writes, generated from the models' defaults."""
+@functools.cache
+def template() -> str:
+    """The commented config file `write_default` writes, generated from the models' defaults (when
+    first asked for: the app's startup does not need it)."""
     lines = [HEADER]
     for name, (_, fld) in _settings(Config).items():
         model = fld.metadata.get("table")
@@ -432,9 +435,6 @@ def _template() -> str:
     return "\n".join(lines) + "\n"
 
 
-TEMPLATE = _template()
-
-
 def write_default(path: Path | None = None) -> Path:
     """Create the config file (0600) from the commented template if it does not exist."""
     path = Path(path) if path else config_path()
@@ -443,7 +443,7 @@ def write_default(path: Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(TEMPLATE)
+        fh.write(template())
     return path
 
 

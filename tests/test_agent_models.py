@@ -98,7 +98,7 @@ def test_the_config_refuses_an_unknown_agent_with_the_nearest_one(tmp_path):
 
 def test_the_agents_table_names_every_built_in_agent_and_is_in_the_template():
     assert list(vars(AgentSettings())) == list(profiles.BUILT_IN)
-    template = config_module.TEMPLATE
+    template = config_module.template()
     assert "[agents]" in template
     for name in profiles.BUILT_IN:
         assert any(line.startswith(f'{name} = ""') and "#" in line for line in template.splitlines())

@@ -402,3 +402,48 @@ async def test_an_exit_right_after_the_first_frame_stops_cleanly(store, db_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
     assert app._exception is None and app.return_code == 0
+
+
+async def test_css_read_after_the_first_frame_styles_nothing_of_it(store, db_path, tmp_path):
+    """LATER_CSS is read just after the first frame without restyling what is on screen: none of its
+    rules may match a widget of that frame (such a rule would not apply until something restyled it)."""
+    from textual.css.match import match
+    from textual.css.stylesheet import Stylesheet
+
+    first_frame: list = []
+
+    class Watched(CairnApp):
+        def _first_frame(self):
+            first_frame.extend(self.screen.walk_children(with_self=True))
+            super()._first_frame()
+
+    store.add_node("First", "text")
+    app = Watched(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app._right_ready.is_set(), what="the right panes mounted")
+        assert len(first_frame) > 20
+        later = Stylesheet(variables=app.get_css_variables())
+        later.read_all(CairnApp.LATER_CSS)
+        rules = later.rules
+        assert len(rules) > 40  # the chat pane's, the viewer's and the dialogs' rules really were read
+        matched = [(rule.selectors, type(node).__name__) for rule in rules for node in first_frame
+                   if match(rule.selector_set, node)]
+        assert matched == []
+        # ...and they are in the stylesheet now: the chat input has its rule's border.
+        assert all(later_path in {path for path, _ in app.stylesheet.source} for later_path in CairnApp.LATER_CSS)
+        assert str(app.query_one("#chat-input").styles.max_height) == "10"  # chat.tcss
+
+
+async def test_a_dialog_opened_before_the_first_frame_gets_its_css(store, db_path):
+    from tui.screens.help import HelpScreen
+
+    class Early(CairnApp):
+        def on_mount(self):  # Textual calls CairnApp.on_mount too (handlers run for each class)
+            self.push_screen(HelpScreen(None))
+
+    app = Early(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.startup_ms is not None, what="the first frame")
+        await pilot.pause()
+        # modals.tcss: `#help-table { max-height: 50vh; }` (Textual's DataTable sets none)
+        assert str(app.screen.query_one("#help-table").styles.max_height) == "50vh"

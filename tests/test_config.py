@@ -152,19 +152,19 @@ def _file_keys(model) -> list[str]:
 
 def test_the_generated_template_loads_to_the_defaults_and_shows_every_setting(tmp_path):
     path = config_module.write_default(tmp_path / "config.toml")
-    assert path.read_text() == config_module.TEMPLATE
+    assert path.read_text() == config_module.template()
     assert config_module.load(path) == config_module.Config(path=path)
     keys = _file_keys(config_module.Config)
     assert {"user_name", "privacy.never_send", "mcp.allow_edits", "ui.theme", "vault.watch", "keys.openai"} <= set(keys)
-    data = tomllib.loads(config_module.TEMPLATE)
-    lines = config_module.TEMPLATE.splitlines()
+    data = tomllib.loads(config_module.template())
+    lines = config_module.template().splitlines()
     for key in keys:
         section, _, name = key.rpartition(".")
         assert name in (data[section] if section else data), key
         line = next(l for l in lines if re.match(rf"{name} = ", l))
         assert re.search(r" # \S", line), f"{key} has no comment in the template"
     for section in ("chat", "privacy", "mcp", "memory", "ui", "vault", "keymap", "keys"):
-        assert re.search(rf"^\[{section}\] +# \S", config_module.TEMPLATE, re.M), section
+        assert re.search(rf"^\[{section}\] +# \S", config_module.template(), re.M), section
     assert lines[0].startswith("# Cairn settings. Environment variables")
 
 

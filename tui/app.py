@@ -34,7 +34,13 @@ PANES = ("nodes", "focus", "right")
 
 
 class CairnApp(App):
-    CSS_PATH = [str(STYLES / name) for name in ("app.tcss", "nodes.tcss", "focus.tcss", "chat.tcss", "modals.tcss")]
+    CSS_PATH = [str(STYLES / name) for name in ("app.tcss", "nodes.tcss", "focus.tcss")]
+    # Read just after the first frame (_read_later_css), before anything they style exists: the chat
+    # pane, the Context viewer and the dialogs. Parsing them cost ~8 ms of the startup; a test checks
+    # that none of their rules matches a widget of the first frame.
+    # review.tcss is the review screen's CSS_PATH too: read here, its first push does not reparse
+    # every source into a fresh stylesheet (Textual's _load_screen_css, ~60 ms).
+    LATER_CSS = [str(STYLES / name) for name in ("chat.tcss", "modals.tcss", "review.tcss")]
     TITLE = "Cairn"
     BINDINGS = [
         Binding("/", "search", "Search", id="search_nodes"),
@@ -71,6 +77,9 @@ class CairnApp(App):
         self._right_mounting = asyncio.Event()  # while their mount is under way
         self._quitting = False  # set when shutdown begins: a mount not started by then never starts
         self._right_mounted = asyncio.Event()  # once it ended (mounted, or cut short by a close)
+        # The chat pane and the Context viewer once mounted: held, not queried, since a query walks
+        # the whole DOM (~15 ms a Focus tab switch with ten tabs open, bench/tui.py).
+        self._right: tuple = ()
         self._marked = None  # the pane shown as holding the keyboard
         self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
@@ -143,6 +152,7 @@ class CairnApp(App):
             # switch. Collect the young generations less often and the old one rarely.
             gc.set_threshold(*GC_THRESHOLDS)
             gc.enable()
+        self._read_later_css()
         self.call_later(self._mount_right)
         self.index_pending()
         self.apply_memory_retention()
@@ -150,6 +160,17 @@ class CairnApp(App):
         self._start_vault_watch()
         if self.first_run_prompt:
             self.check_first_run()
+
+    def _read_later_css(self) -> None:
+        """Add LATER_CSS to the stylesheet (the sources already parsed come from its cache)."""
+        if self.css_monitor is not None:  # `textual run --dev` reloads them on change, as CSS_PATH's
+            self.css_monitor.add_paths(self.LATER_CSS)
+        for path in self.LATER_CSS:
+            if not self.stylesheet.has_source(path, ""):
+                self.stylesheet.read(path)
+        self.stylesheet.parse()
+        if len(self.screen_stack) > 1:  # a dialog opened before the first frame: style it again
+            self.stylesheet.update(self)
 
     async def _mount_right(self) -> None:
         from tui.widgets.chat_pane import ChatPane
@@ -174,6 +195,7 @@ class CairnApp(App):
         switcher.current = "chat"
         chat.set_focus(self._focus)
         viewer.set_focus(self._focus)
+        self._right = (chat, viewer)
         self._right_ready.set()
 
     async def _shutdown(self) -> None:
@@ -189,11 +211,8 @@ class CairnApp(App):
 
     async def right_panes(self) -> tuple:
         """The chat and the Context viewer, waiting for them if the app has only just started."""
-        from tui.widgets.chat_pane import ChatPane
-        from tui.widgets.context_viewer import ContextViewer
-
         await self._right_ready.wait()
-        return self.query_one(ChatPane), self.query_one(ContextViewer)
+        return self._right
 
     def _mark_pane(self, focused, force: bool = False) -> None:
         """Give the pane holding the keyboard an accent border. Inline styles on the pane alone: a CSS
@@ -351,12 +370,10 @@ class CairnApp(App):
     @on(FocusChanged)
     def _focus_changed(self, message: FocusChanged) -> None:
         self._focus = message.focus
-        if self._right_ready.is_set():  # else _mount_right hands the panes the latest focus
-            from tui.widgets.chat_pane import ChatPane
-            from tui.widgets.context_viewer import ContextViewer
-
-            # query, not query_one: a message handled while the app closes finds the panes gone
-            for pane in (*self.query(ChatPane), *self.query(ContextViewer)):
+        # Until they are mounted, _mount_right hands the panes the latest focus; a message handled
+        # while the app closes finds them detached.
+        for pane in self._right:
+            if pane.is_attached:
                 pane.set_focus(message.focus)
 
     @on(NodesChanged)

@@ -17,11 +17,12 @@ A printable key typed into a text field is typed, not a move.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING
 
 from textual import events
-from textual.widgets import Input, TextArea
+from textual.widgets import Input
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -31,6 +32,14 @@ MOVERS = frozenset({"search_nodes", "quick_capture", "journal_today", "focus_cha
 HOLD_AT_MOST = 1.5  # seconds
 POLL = 0.01  # seconds between looks at the focus while holding
 QUIET_POLLS = 3  # looks with nothing queued anywhere before a hold ends without a move
+
+
+def _is_text_area(widget) -> bool:
+    """Whether the widget is a TextArea, without importing it: Textual's TextArea module (and the
+    tree-sitter bindings it loads) cost ~10 ms of the app's startup, and no TextArea can hold the
+    keyboard before something has imported the module to build one."""
+    module = sys.modules.get("textual.widgets._text_area")
+    return module is not None and isinstance(widget, module.TextArea)
 
 
 class KeyHandoff:
@@ -57,7 +66,7 @@ class KeyHandoff:
     def moves_keyboard(self, event: events.Key) -> bool:
         app = self.app
         focused = app.screen.focused
-        if event.is_printable and isinstance(focused, (Input, TextArea)):
+        if event.is_printable and (isinstance(focused, Input) or _is_text_area(focused)):
             return False  # typed into the field
         if event.key == "escape":
             from textual.screen import ModalScreen

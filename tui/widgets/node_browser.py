@@ -438,7 +438,10 @@ class NodeBrowser(Vertical):
 
     # -- status --------------------------------------------------------------------------------
     def _status(self, text: str | Content) -> None:
-        self.query_one("#node-status", Static).update(Content(text) if isinstance(text, str) else text)
+        # layout=False: the line is one row high and as wide as the pane whatever it says (nodes.tcss),
+        # so its text never changes the layout; Static.update's default lays the whole screen out
+        # again, twice per keystroke ("searching…", then the counts).
+        self.query_one("#node-status", Static).update(Content(text) if isinstance(text, str) else text, layout=False)
 
     def _render_counts(self) -> None:
         totals = self._totals or {}
