@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from core.graph.db import Database
+from core.index import vec0_shadow
 
 
 LOAD_BLOCK = 4096  # rows read and converted at a time while loading
+ORPHAN_LOOKUPS = 2000  # nodes without chunks read by point lookups; more, from vec_nodes' chunks
 FILTER_BLOCK = 8192  # rows scored at a time in a filtered search (8,192 x 384 x 4 bytes = 12.6 MB)
 
 
@@ -38,9 +40,37 @@ class VectorMirror:
         self.rowids = np.zeros(0, dtype=np.int64)
         self.node_ids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, self.dimensions), dtype=np.float32)
-        # Chunk vectors, plus the node vectors of nodes without chunks (a title-only note), whose
-        # chunk id is 0: such a node is found by meaning through its node-level vector.
-        orphans = ("FROM vec_nodes v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = v.rowid)")
+        loaded = self._read_shadow() or self._scan()
+        self.rowids, self.node_ids, self.matrix = loaded
+        self.generation = generation
+
+    # Chunk vectors, plus the node vectors of nodes without chunks (a title-only note), whose chunk id
+    # is 0: such a node is found by meaning through its node-level vector.
+    _ORPHANS = "FROM vec_nodes v WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = v.rowid)"
+
+    def _read_shadow(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """From vec0's chunk blobs (core/index/vec0_shadow.py: ~4x faster than the scan below)."""
+        orphans = np.array([r[0] for r in self.db.execute(
+            "SELECT n.id FROM nodes n WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)")],
+            dtype=np.int64)
+        if len(orphans) <= ORPHAN_LOOKUPS:  # usually none or a few: one point lookup each
+            found = [(r[0], r[1]) for i in orphans.tolist() for r in
+                     self.db.execute("SELECT rowid, embedding FROM vec_nodes WHERE rowid = ?", (i,))]
+            nodes = vec0_shadow.Vectors(np.array([r[0] for r in found], dtype=np.int64),
+                                        np.frombuffer(b"".join(r[1] for r in found), dtype=np.float32)
+                                        .reshape(len(found), self.dimensions), None)
+        else:
+            nodes = vec0_shadow.read(self.db, "vec_nodes", self.dimensions, keep=orphans)
+            if nodes is None:
+                return None
+        # A node vector's chunk id is 0, its node id the vec_nodes rowid.
+        tail = vec0_shadow.Vectors(np.zeros(len(nodes.rowids), dtype=np.int64), nodes.matrix, nodes.rowids)
+        chunks = vec0_shadow.read(self.db, "vec_chunks", self.dimensions, int_column="node_id", tail=tail)
+        return None if chunks is None else (chunks.rowids, chunks.ints, chunks.matrix)
+
+    def _scan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Through the virtual tables (any sqlite-vec layout)."""
+        orphans = self._ORPHANS
         expected = (self.db.execute("SELECT COUNT(*) FROM vec_chunks").fetchone()[0]
                     + self.db.execute(f"SELECT COUNT(*) {orphans}").fetchone()[0])
         # Streamed into preallocated arrays, row by row from the cursor: no list of rows and no joined
@@ -65,8 +95,7 @@ class VectorMirror:
             n += k
         if n < capacity:  # views, not copies: the spare rows are a few at most
             rowids, node_ids, matrix = rowids[:n], node_ids[:n], matrix[:n]
-        self.rowids, self.node_ids, self.matrix = rowids, node_ids, matrix
-        self.generation = generation
+        return rowids, node_ids, matrix
 
     def top(self, query: np.ndarray, k: int, *, node_ids: np.ndarray | None = None) -> list[tuple[int, int, float]]:
         """(chunk id, node id, cosine) of the k nearest vectors; exact, optionally only among node_ids.
