@@ -195,6 +195,44 @@ async def test_browse_list_pages_instead_of_loading_everything(store, db_path):
         assert node_list.option_count == 450 and node_list.highlighted_option.id == highlighted
 
 
+async def test_search_hits_come_in_pages_without_searching_again(store, db_path, monkeypatch):
+    """A search puts its best SEARCH_PAGE hits in the list and reads the rows of the rest (of the best
+    MAX_HITS) as the list scrolls, without running the search again; the status counts them all."""
+    import tui.widgets.node_browser as node_browser
+
+    with store.db.transaction():
+        for i in range(120):
+            store.add_node(f"Glacier {i:03d}", "ice")
+        store.add_node("Unrelated", "")
+    searches = []
+    real_search = browse.search
+    monkeypatch.setattr(browse, "search", lambda *a, **k: searches.append(a[1]) or real_search(*a, **k))
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        node_list = app.query_one(NodeList)
+        await wait_until(pilot, lambda: settled(app))
+        app.query_one(SearchBox).value = "glacier"
+        await wait_until(pilot, lambda: settled(app, "glacier"))
+        assert node_list.option_count == node_browser.SEARCH_PAGE
+        assert "120 matches" in status(app)
+        first_page = titles(app)
+        node_list.focus()
+        await pilot.press("end")
+        await wait_until(pilot, lambda: node_list.option_count == 2 * node_browser.SEARCH_PAGE)
+        await pilot.press("end")
+        await wait_until(pilot, lambda: node_list.option_count == 120)
+        assert titles(app)[:node_browser.SEARCH_PAGE] == first_page
+        assert len(set(titles(app))) == 120 and all(t.startswith("Glacier") for t in titles(app))
+        assert searches.count("glacier") == 1
+        assert "120 matches" in status(app)
+        # a reload keeps the hits already paged in and the highlighted node
+        highlighted = node_list.highlighted_option.id
+        app.query_one(NodeBrowser).reload()
+        await wait_until(pilot, lambda: settled(app) and searches.count("glacier") == 2)
+        await wait_until(pilot, lambda: node_list.option_count == 120)
+        assert node_list.highlighted_option.id == highlighted
+
+
 async def test_a_search_error_shows_inline(store, db_path, monkeypatch):
     store.add_node("Something", "text")
 

@@ -37,6 +37,9 @@ from tui.messages import OpenNode
 from tui.services import Services
 
 MORE_MARGIN = 40  # load the next page when the highlight comes this close to the end
+# Search hits put in the list at once; the rest of the best MAX_HITS as it scrolls. Building and
+# setting 200 options was ~18 ms of each keystroke at 200k nodes (bench/tui.py), for ~20 on screen.
+SEARCH_PAGE = 50
 MAX_RELOAD = 2000  # rows a reload re-reads to keep the user's place in a long browse list
 SORT_LABELS = {"relevance": "best match", "updated": "recently updated", "edges": "most connected"}
 
@@ -48,6 +51,8 @@ class Request:
     sort: str
     offset: int = 0
     limit: int = browse.PAGE
+    ids: tuple[int, ...] | None = None  # the next hits of a search already run: their rows only
+    first_hits: int = SEARCH_PAGE  # a search's hits put in the list with its first page
 
 
 @dataclass
@@ -61,6 +66,8 @@ class Result:
     totals: dict | None = None  # all nodes / pending / errors (first page only)
     note: str | None = None
     options: list[Option] = field(default_factory=list)  # built in the worker: plain data, not widgets
+    hits: int | None = None  # a search's hits, all pages (first page only)
+    more_ids: tuple[int, ...] = ()  # a search's hits after this page, best first
 
 
 def fetch(services: Services, request: Request, cancelled=lambda: False) -> Result | None:
@@ -74,6 +81,10 @@ def fetch(services: Services, request: Request, cancelled=lambda: False) -> Resu
 def _fetch(services: Services, request: Request, cancelled) -> Result | None:
     text, tags = browse.split_tags(request.text)
     result = Result(request, searching=bool(text))
+    if request.ids is not None:  # a further page of a search's hits
+        with services.store() as store:
+            result.rows = browse.rows(store, request.ids)
+        return result
     with services.store() as store:
         for tag in tags:
             dim = browse.resolve_dimension(store, tag)
@@ -100,8 +111,12 @@ def _fetch(services: Services, request: Request, cancelled) -> Result | None:
         ids, result.note = browse.search(searcher, text, dimensions=result.dimensions)
         if cancelled():
             return None
+        result.hits = len(ids)
+        if request.sort == "relevance":  # best first: the rest are read as the list scrolls
+            ids, result.more_ids = ids[:request.first_hits], tuple(ids[request.first_hits:])
+            result.has_more = bool(result.more_ids)
         result.rows = browse.rows(searcher.store, ids)
-    if request.sort != "relevance":
+    if request.sort != "relevance":  # every hit's row, to sort them all
         result.rows = browse.sort_rows(result.rows, request.sort)
     return result
 
@@ -208,6 +223,7 @@ class NodeBrowser(Vertical):
         self._generation = 0
         self._shown: Request | None = None  # the request whose rows are on screen
         self._has_more = False
+        self._more_ids: list[int] = []  # a search's hits not yet in the list, best first
         self._loading_more = False
         self._dimension_names: list[str] | None = None
         self._totals: dict | None = None
@@ -254,10 +270,11 @@ class NodeBrowser(Vertical):
         self._keep_place = keep_place
         self._loading_more = False
         self._status("searching…" if browse.split_tags(self.query_text)[0] else "loading…")
-        limit = browse.PAGE
+        limit, first_hits = browse.PAGE, SEARCH_PAGE
         if keep_place:  # a reload keeps the pages already scrolled through (within reason)
             limit = min(max(limit, self.query_one(NodeList).option_count), MAX_RELOAD)
-        self._run(Request(self._generation, self.query_text, self.sort, limit=limit))
+            first_hits = max(first_hits, self.query_one(NodeList).option_count)
+        self._run(Request(self._generation, self.query_text, self.sort, limit=limit, first_hits=first_hits))
 
     @work(thread=True, exclusive=True, group="node-browser", exit_on_error=False)
     def _run(self, request: Request) -> None:
@@ -330,6 +347,7 @@ class NodeBrowser(Vertical):
             scroll = node_list.scroll_y
             node_list.set_options(options)
             self._totals, self._total, self._result = result.totals, result.total, result
+            self._more_ids = list(result.more_ids)
             if options:
                 index = 0
                 if previous is not None:
@@ -345,7 +363,7 @@ class NodeBrowser(Vertical):
         if self._shown is None:
             self._warm_embedder()
         self._shown = request
-        self._has_more = result.has_more
+        self._has_more = result.has_more or bool(self._more_ids)
         self._loading_more = False
         self._render_counts()
         if self._open_when_loaded == request.generation:
@@ -380,7 +398,12 @@ class NodeBrowser(Vertical):
             return
         self._loading_more = True
         self._keep_place = False
-        self._run(Request(self._generation, shown.text, shown.sort, offset=self.query_one(NodeList).option_count))
+        offset = self.query_one(NodeList).option_count
+        if self._more_ids:  # a search's next hits, without searching again
+            ids, self._more_ids = tuple(self._more_ids[:SEARCH_PAGE]), self._more_ids[SEARCH_PAGE:]
+            self._run(Request(self._generation, shown.text, shown.sort, offset=offset, ids=ids))
+            return
+        self._run(Request(self._generation, shown.text, shown.sort, offset=offset))
 
     # -- sort and filter -------------------------------------------------------------------------
     def sort_options(self) -> tuple[str, ...]:
@@ -470,8 +493,9 @@ class NodeBrowser(Vertical):
             self._status(line)
             return
         if result.searching:
-            capped = shown >= browse.MAX_HITS
-            parts.append(f"{'best ' if capped else ''}{shown:,} match" + ("" if shown == 1 else "es"))
+            hits = result.hits if result.hits is not None else shown
+            capped = hits >= browse.MAX_HITS
+            parts.append(f"{'best ' if capped else ''}{hits:,} match" + ("" if hits == 1 else "es"))
         elif totals.get("nodes") == 0:
             self._status(Content("No nodes yet: ctrl+n adds one."))  # fits the pane at 120 columns
             return
