@@ -174,17 +174,20 @@ async def test_rich_markup_in_a_title_shows_literally(store, db_path):
 
 
 async def test_browse_list_pages_instead_of_loading_everything(store, db_path):
+    import tui.widgets.node_browser as node_browser
+
     with store.db.transaction():
         for i in range(450):
             store.add_node(f"Note {i:03d}", "")
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(80, 24)) as pilot:
         node_list = app.query_one(NodeList)
-        await wait_until(pilot, lambda: node_list.option_count == browse.PAGE)
-        assert f"200 of 450" in status(app)
+        first = node_browser.FIRST_PAGE
+        await wait_until(pilot, lambda: node_list.option_count == first)
+        assert f"{first} of 450" in status(app)
         node_list.focus()
         await pilot.press("end")
-        await wait_until(pilot, lambda: node_list.option_count == 400)
+        await wait_until(pilot, lambda: node_list.option_count == first + browse.PAGE)
         await pilot.press("end")
         await wait_until(pilot, lambda: node_list.option_count == 450)
         assert titles(app)[-1] == "Note 000"
@@ -213,15 +216,15 @@ async def test_search_hits_come_in_pages_without_searching_again(store, db_path,
         await wait_until(pilot, lambda: settled(app))
         app.query_one(SearchBox).value = "glacier"
         await wait_until(pilot, lambda: settled(app, "glacier"))
-        assert node_list.option_count == node_browser.SEARCH_PAGE
+        assert node_list.option_count == node_browser.FIRST_PAGE
         assert "120 matches" in status(app)
         first_page = titles(app)
         node_list.focus()
         await pilot.press("end")
-        await wait_until(pilot, lambda: node_list.option_count == 2 * node_browser.SEARCH_PAGE)
+        await wait_until(pilot, lambda: node_list.option_count == 2 * node_browser.FIRST_PAGE)
         await pilot.press("end")
         await wait_until(pilot, lambda: node_list.option_count == 120)
-        assert titles(app)[:node_browser.SEARCH_PAGE] == first_page
+        assert titles(app)[:node_browser.FIRST_PAGE] == first_page
         assert len(set(titles(app))) == 120 and all(t.startswith("Glacier") for t in titles(app))
         assert searches.count("glacier") == 1
         assert "120 matches" in status(app)

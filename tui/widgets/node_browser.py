@@ -37,9 +37,11 @@ from tui.messages import OpenNode
 from tui.services import Services
 
 MORE_MARGIN = 40  # load the next page when the highlight comes this close to the end
-# Search hits put in the list at once; the rest of the best MAX_HITS as it scrolls. Building and
-# setting 200 options was ~18 ms of each keystroke at 200k nodes (bench/tui.py), for ~20 on screen.
-SEARCH_PAGE = 50
+# Rows put in the list at once, for a search's hits and a browse list's first page; more as it
+# scrolls (a search's further hits without searching again, a browse list by browse.PAGE). Building
+# and setting 200 options was ~18 ms of each keystroke at 200k nodes (bench/tui.py), and part of the
+# app's first frame, for ~20 rows on screen.
+FIRST_PAGE = 50
 MAX_RELOAD = 2000  # rows a reload re-reads to keep the user's place in a long browse list
 SORT_LABELS = {"relevance": "best match", "updated": "recently updated", "edges": "most connected"}
 
@@ -52,7 +54,7 @@ class Request:
     offset: int = 0
     limit: int = browse.PAGE
     ids: tuple[int, ...] | None = None  # the next hits of a search already run: their rows only
-    first_hits: int = SEARCH_PAGE  # a search's hits put in the list with its first page
+    first_hits: int = FIRST_PAGE  # a search's hits put in the list with its first page
 
 
 @dataclass
@@ -270,7 +272,7 @@ class NodeBrowser(Vertical):
         self._keep_place = keep_place
         self._loading_more = False
         self._status("searching…" if browse.split_tags(self.query_text)[0] else "loading…")
-        limit, first_hits = browse.PAGE, SEARCH_PAGE
+        limit, first_hits = FIRST_PAGE, FIRST_PAGE
         if keep_place:  # a reload keeps the pages already scrolled through (within reason)
             limit = min(max(limit, self.query_one(NodeList).option_count), MAX_RELOAD)
             first_hits = max(first_hits, self.query_one(NodeList).option_count)
@@ -400,7 +402,7 @@ class NodeBrowser(Vertical):
         self._keep_place = False
         offset = self.query_one(NodeList).option_count
         if self._more_ids:  # a search's next hits, without searching again
-            ids, self._more_ids = tuple(self._more_ids[:SEARCH_PAGE]), self._more_ids[SEARCH_PAGE:]
+            ids, self._more_ids = tuple(self._more_ids[:FIRST_PAGE]), self._more_ids[FIRST_PAGE:]
             self._run(Request(self._generation, shown.text, shown.sort, offset=offset, ids=ids))
             return
         self._run(Request(self._generation, shown.text, shown.sort, offset=offset))

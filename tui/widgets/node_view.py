@@ -338,7 +338,9 @@ class NodeView(Vertical):
 
     @on(Loaded)
     def _loaded(self, message: Loaded) -> None:
-        if message.view is self:
+        # A view whose tab is being closed (or replaced) may have lost its children before its load
+        # arrived (seen under load: NoMatches '.node-title'): nothing is left to show it in.
+        if message.view is self and self.is_attached and self.query(".node-title"):
             self.show(message.node, message.edges, message.source)
 
     @on(LoadFailed)
