@@ -447,3 +447,21 @@ async def test_a_dialog_opened_before_the_first_frame_gets_its_css(store, db_pat
         await pilot.pause()
         # modals.tcss: `#help-table { max-height: 50vh; }` (Textual's DataTable sets none)
         assert str(app.screen.query_one("#help-table").styles.max_height) == "50vh"
+
+
+async def test_a_tab_opened_before_the_first_frame_gets_its_css(store, db_path):
+    from tui.widgets.focus_panel import FocusPanel
+    from tui.widgets.node_view import NodeView
+
+    node = store.add_node("Early", "opened before the first frame")
+
+    class Early(CairnApp):
+        def on_mount(self):  # Textual calls CairnApp.on_mount too
+            self.query_one(FocusPanel).open_node(node["id"], title="Early")
+
+    app = Early(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.startup_ms is not None and app.query(NodeView), what="the tab")
+        await pilot.pause()
+        title = app.query_one(NodeView).query_one(".node-title")
+        assert title.styles.text_style.bold  # node_view.tcss: `NodeView .node-title { text-style: bold; }`

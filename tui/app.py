@@ -35,12 +35,12 @@ PANES = ("nodes", "focus", "right")
 
 class CairnApp(App):
     CSS_PATH = [str(STYLES / name) for name in ("app.tcss", "nodes.tcss", "focus.tcss")]
-    # Read just after the first frame (_read_later_css), before anything they style exists: the chat
-    # pane, the Context viewer and the dialogs. Parsing them cost ~8 ms of the startup; a test checks
-    # that none of their rules matches a widget of the first frame.
+    # Read just after the first frame (_read_later_css), before anything they style exists: a Focus
+    # tab, the chat pane, the Context viewer and the dialogs. Parsing them cost ~15 ms of the startup;
+    # a test checks that none of their rules matches a widget of the first frame.
     # review.tcss is the review screen's CSS_PATH too: read here, its first push does not reparse
     # every source into a fresh stylesheet (Textual's _load_screen_css, ~60 ms).
-    LATER_CSS = [str(STYLES / name) for name in ("chat.tcss", "modals.tcss", "review.tcss")]
+    LATER_CSS = [str(STYLES / name) for name in ("node_view.tcss", "chat.tcss", "modals.tcss", "review.tcss")]
     TITLE = "Cairn"
     BINDINGS = [
         Binding("/", "search", "Search", id="search_nodes"),
@@ -169,8 +169,8 @@ class CairnApp(App):
             if not self.stylesheet.has_source(path, ""):
                 self.stylesheet.read(path)
         self.stylesheet.parse()
-        if len(self.screen_stack) > 1:  # a dialog opened before the first frame: style it again
-            self.stylesheet.update(self)
+        if len(self.screen_stack) > 1 or self.query_one(FocusPanel).open_ids:
+            self.stylesheet.update(self)  # a dialog or a tab opened before the first frame: style it again
 
     async def _mount_right(self) -> None:
         from tui.widgets.chat_pane import ChatPane
