@@ -169,7 +169,7 @@ class CairnApp(App):
             if not self.stylesheet.has_source(path, ""):
                 self.stylesheet.read(path)
         self.stylesheet.parse()
-        if len(self.screen_stack) > 1 or self.query_one(FocusPanel).open_ids:
+        if len(self.screen_stack) > 1 or any(panel.open_ids for panel in self.query(FocusPanel)):
             self.stylesheet.update(self)  # a dialog or a tab opened before the first frame: style it again
 
     async def _mount_right(self) -> None:
