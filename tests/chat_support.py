@@ -153,3 +153,11 @@ def dump_db(path) -> str:
 
 def raw_bodies(srv) -> str:
     return "\n".join(r.raw.decode("utf-8") for r in srv.requests)
+
+
+def unfenced(content: str):
+    """A tool result's JSON, inside its fence when its text came from outside (core/chat/fence.py)."""
+    import re
+
+    m = re.fullmatch(r'<untrusted source="[^"]*">\n(.*)\n</untrusted>', content, re.S)
+    return json.loads(m.group(1) if m else content)

@@ -10,6 +10,7 @@ import pytest
 
 from chat_support import (  # noqa: F401  (fixtures)
     FIXED_NOW,
+    unfenced,
     KEY,
     _no_proxies,
     anth,
@@ -202,7 +203,7 @@ def test_delegation_depth_is_at_most_5(store, searcher, anth):
     # each level passed its child's answer back up as a normal tool result
     for i, depth in zip(range(7, 12), range(5, 0, -1)):
         ok = tool_results(anth.requests[i].body)[0]
-        assert "is_error" not in ok and json.loads(ok["content"]) == {"answer": f"answer from depth {depth}"}
+        assert "is_error" not in ok and unfenced(ok["content"]) == {"answer": f"answer from depth {depth}"}
     assert chat.last_reply.text == "answer from depth 0" and chat.last_reply.status == "complete"
     subs = rows(store, "SELECT agent, json_extract(metadata, '$.parent_chat_id') AS parent FROM chats ORDER BY id")
     assert [s["agent"] for s in subs] == ["orchestrator", "planner", "orchestrator", "planner", "orchestrator", "planner"]

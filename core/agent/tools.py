@@ -2,7 +2,8 @@
 
 Schemas are provider-neutral `{name, description, input_schema}`; providers translate them. Every
 tool returns JSON-able data or raises ToolError, whose message goes back to the model as the result.
-Writes other than createNode and captureUrl need the user's confirmation (a callback the chat gives).
+Writes other than createNode and captureUrl need the user's confirmation (a callback the chat gives);
+captureUrl fetches only what the egress rule allows (core/agent/egress.py).
 """
 
 from __future__ import annotations
@@ -11,14 +12,20 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from core.agent.egress import Egress
 from core.errors import CairnError
-from core.graph import history
+from core.graph import history, provenance
 from core.graph.privacy import SendPolicy
 from core.graph.store import Store
 
 MAX_LIMIT = 50
 MAX_SOURCE_CHARS = 20_000  # per node returned to the model
 MAX_SQL_ROWS = 200
+# What an edge's `source` says of who wrote its explanation, for the fence (core.graph.provenance);
+# the sources not named here (user, getting_started, journal) are the user's or Cairn's own.
+EDGE_ORIGINS = {"model": provenance.MODEL, "mcp": provenance.MCP, "vault": provenance.VAULT,
+                "raha": provenance.RAHA}
+SQL_ROWS = "raw database rows (any note's text)"
 
 
 class ToolError(CairnError):
@@ -139,6 +146,12 @@ class ToolContext:
     # "MCP client Claude Desktop"; empty: whoever the process writes as.
     actor: str = ""
     local_addresses: bool = False  # captureUrl may fetch from this machine and its network ([capture])
+    # Whether captureUrl may fetch an address (core/agent/egress.py); the default asks nobody: it fetches
+    # nothing the user did not write, and with no user text, nothing.
+    egress: Egress = field(default_factory=Egress)
+    # Where the text of the last call's result came from (core.graph.provenance origins, or words such as
+    # SQL_ROWS): a caller fences a result holding any that is not the user's (core/chat/fence.py).
+    origins: set[str] = field(default_factory=set)
 
 
 class ToolRunner:
@@ -154,6 +167,7 @@ class ToolRunner:
         method = getattr(self, "_" + name, None)
         if method is None:
             raise ToolError(f"Unknown tool {name!r}.")
+        self.ctx.origins = set()
         try:
             if self.ctx.actor:
                 with history.acting_as(self.ctx.actor):
@@ -179,6 +193,7 @@ class ToolRunner:
     def _sent(self, nodes: list[dict]) -> list[dict]:
         out = [n for n in nodes if self._reachable(n)]
         self.ctx.touched.update(n["id"] for n in out)
+        self.ctx.origins.update(self.ctx.store.origins(n["id"] for n in out).values())
         return out
 
     # -- reads -----------------------------------------------------------------------------------
@@ -221,7 +236,9 @@ class ToolRunner:
         edges = self.ctx.store.edges(node_id, direction)
         hidden = {n["id"] for n in self.ctx.store.get_nodes(
             {e["from_node_id"] for e in edges} | {e["to_node_id"] for e in edges}) if not self._reachable(n)}
-        return [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
+        out = [e for e in edges if e["from_node_id"] not in hidden and e["to_node_id"] not in hidden]
+        self.ctx.origins.update(EDGE_ORIGINS.get(e.get("source"), provenance.USER) for e in out)
+        return out
 
     def _sqliteQuery(self, sql: str):
         from core.agent.readonly_sql import run_readonly
@@ -232,6 +249,7 @@ class ToolRunner:
         if self.ctx.tool_scope:
             raise ToolError(f"sqliteQuery is off for this agent: its tools reach only {', '.join(self.ctx.tool_scope)} "
                             "(raw SQL could read the rest); use queryNodes or searchContent.")
+        self.ctx.origins.add(SQL_ROWS)
         return run_readonly(self.ctx.store.path, sql, MAX_SQL_ROWS)
 
     # -- writes ----------------------------------------------------------------------------------
@@ -264,7 +282,9 @@ class ToolRunner:
     def _delegate(self, agent: str, task: str):
         if self.ctx.delegate is None:
             raise ToolError("Delegation is not available here.")
-        return {"answer": self.ctx.delegate(agent, task)}
+        answer = self.ctx.delegate(agent, task)
+        self.ctx.origins.add(provenance.MODEL)  # another model's words, which may quote what it read
+        return {"answer": answer}
 
     def _captureUrl(self, url: str, dimensions: list[str] | None = None, again: bool = False):
         from core.capture.web import capture  # the fetch and extraction (trafilatura) load on first use
@@ -273,6 +293,8 @@ class ToolRunner:
             raise ToolError("url must be a web address (a string).")
         if dimensions is not None and (not isinstance(dimensions, list) or not all(isinstance(d, str) for d in dimensions)):
             raise ToolError("dimensions must be a list of dimension names (strings).")
+        self.ctx.egress.check(url)  # the egress rule: nothing is fetched unless it allows (core/agent/egress.py)
+        self.ctx.origins.add(provenance.WEB)
         result = capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin,
                          public_only=not self.ctx.local_addresses)
         node = result.node

@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 
 from core.search import lexical_rescue
 from core.search import retrieval_fallback
-from core.graph import memory
+from core.graph import memory, provenance
 from core.agent import tools as tools_module
 from core.agent.profiles import Agent, resolve_instructions
 from core.graph.privacy import SendPolicy
 from core.graph.retirement import RETIRED
+from core.chat import fence
 from core.chat.focus import Focus
 from core.providers.request import Passage, Snapshot, Suffix
 from core.graph.store import Store
@@ -30,7 +31,8 @@ You work inside Cairn, the user's personal knowledge graph.
 - Edges join two nodes and carry an explanation: a sentence saying why they connect.
 - Nodes appear as [NODE:id:"title"]. Retrieved passages appear numbered [1], [2], … in a block at the end of the user's message.
 - Cite what you use: [N] for a retrieved passage, [NODE:id] for a node. Never invent a citation; if the graph does not hold the answer, say so.
-- The block at the end of each user message (focused nodes, retrieved passages, date/time) is context added by Cairn, not typed by the user."""
+- The block at the end of each user message (focused nodes, retrieved passages, date/time) is context added by Cairn, not typed by the user.
+""" + fence.RULE
 
 # Junk control for retrieved passages, calibrated in issue 6 (bench/retrieval.py, SciFact train plus
 # 30 off-topic questions in bench/data/offtopic_queries.txt). A passage enters the prompt only if its
@@ -154,6 +156,7 @@ class ContextEngine:
         if not nodes:
             return "", []
         lines = ["[Focused nodes — open in the user's Focus panel]"]
+        origins = self.store.origins(n["id"] for n in nodes)
         for i, node in enumerate(nodes):
             label = "Primary (active tab)" if i == 0 and node["id"] == focus.primary else "Also open"
             key = (node["id"], node["updated_at"])
@@ -166,6 +169,8 @@ class ContextEngine:
                     details.insert(0, f"link: {node['link']}")
                 preview = _preview(node["description"] or node["source"])
                 body = f"{node_ref(node)} — {'; '.join(details)}" + (f"\n  {preview}" if preview else "")
+                if not provenance.trusted(origins.get(node["id"])):  # its title and text were not the user's
+                    body = fence.fence_origin(body, origins[node["id"]])
                 self._node_lines[key] = body
             lines.append(f"{label}: {body}")
         return "\n".join(lines), [n["id"] for n in nodes]
@@ -176,8 +181,12 @@ class ContextEngine:
         `now` is the clock the memory boost's recency is measured on (the chat's, via suffix)."""
         scored = self.scored_hits(message, now)
         kept = retrieval_fallback.cut(scored) if self.retrieval_note else cut(scored, message=message, store=self.store)
-        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], h["chunk"]["text"],
-                        None if c is None else round(c, 4), h.get("fallback", "search"), self._page(h))
+        origins = self.store.origins(h["id"] for _, h in kept)
+        # The text as it will be sent: a fence tag inside it made harmless (core/chat/fence.py), so the
+        # stored passage spans (core.chat.citations) find it in the suffix.
+        return [Passage(i + 1, h["id"], h["title"], h["chunk"]["heading_path"], fence.neutral(h["chunk"]["text"]),
+                        None if c is None else round(c, 4), h.get("fallback", "search"), self._page(h),
+                        origins.get(h["id"], "user"))
                 for i, (c, h) in enumerate(kept)]
 
     def _page(self, hit: dict) -> int | None:
@@ -247,7 +256,10 @@ class ContextEngine:
                     where += f" (p. {p.page})"
                 if p.via == "recent":
                     where += " (a recent note, added while meaning search is unavailable; not ranked for this message)"
-                parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}")
+                text = p.text.strip()
+                if not provenance.trusted(p.origin):
+                    text = fence.fence(text, provenance.label(p.origin))
+                parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{text}")
             retrieved = "\n\n".join(parts)
         now = now or datetime.now(timezone.utc)
         stamp = f"[Context — current date/time: {now.strftime('%Y-%m-%d %H:%M %Z (%A)')}]"

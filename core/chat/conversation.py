@@ -15,13 +15,15 @@ from datetime import datetime
 from typing import Callable, Iterator
 
 from core.agent import profiles
-from core.chat import citations, model_reply, usage_log
+from core.agent.egress import Egress
+from core.chat import citations, fence, model_reply, usage_log
+from core.chat.turn_budget import TurnBudget
 from core.chat.cost import SpendGuard
 from core.chat import request as chat_request
 from core.chat import window
 from core.chat.focus import Focus
 from core.chat.repository import ChatRepository
-from core.graph import history, memory
+from core.graph import history, memory, provenance
 from core.providers.request import ContextRequest, Snapshot, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
@@ -55,6 +57,27 @@ class Reply:
     # This turn's side requests (core.chat.usage_log): {"summary" | "citation_check": usage dict}, also on
     # their sent_log rows (message_id = the turn's user message); not in `usage`, which is the reply's own.
     side_usage: dict = field(default_factory=dict)
+
+
+@dataclass
+class TurnScope:
+    """What one message of the user's shares with every delegate it causes: its budget of requests and
+    tool calls, the egress rule (with what the user wrote), and the nodes sent to a model so far (in this
+    chat's earlier turns and this one)."""
+
+    budget: TurnBudget
+    egress: Egress
+    sent: set[int]
+
+
+@dataclass
+class _Step:
+    """One request of a turn as it streamed: its text, tool calls, stop reason and error."""
+
+    text: str = ""
+    calls: list = field(default_factory=list)
+    stop: str = ""
+    error: ProviderError | None = None
 
 
 def _text_block(text: str) -> dict:
@@ -142,7 +165,11 @@ class Chat:
     def __init__(self, store: Store, config, provider: Provider, *, chat_id: int | None = None,
                  agent: str | None = None, searcher=None, confirm: Callable[[str, dict], bool] | None = None,
                  depth: int = 0, inherited: list[dict] | None = None, parent_id: int | None = None,
-                 now: Callable[[], datetime] | None = None):
+                 now: Callable[[], datetime] | None = None, confirm_fetch: Callable[[str], bool] | None = None,
+                 scope: TurnScope | None = None):
+        """`confirm` asks the user about one of the model's edits, `confirm_fetch` about fetching an address
+        they did not write (core/agent/egress.py); None: nobody to ask, refused. `scope`: a delegate's,
+        its caller's turn (budget and egress rule shared)."""
         from core.search.searcher import Searcher
 
         self.store = store
@@ -151,6 +178,9 @@ class Chat:
         self.base_provider = self.provider = provider
         self.searcher = searcher or Searcher(store)
         self.confirm = confirm
+        self.confirm_fetch = confirm_fetch
+        self._scope = scope
+        self._turn_scope: TurnScope | None = None  # the turn under way (its own, or the caller's)
         self.depth = depth
         self.now = now
         self._inherited = inherited or []
@@ -306,11 +336,96 @@ class Chat:
         finally:
             self._replacing_from = None
 
+    # The chat turn, step by step: each rule lives in its own home (named beside each step).
     def _send(self, message: str, cancel: threading.Event | None, replacing: int | None) -> Iterator[StreamEvent]:
-        self.repair_history()  # a tool call an earlier crash left unanswered: the APIs refuse such a history
+        scope = self._turn_scope = self._scope or self._new_scope(message, cancel)  # shared with delegates
+        request, notices, summary = self._prepare(message, cancel)  # history repaired, summarised, fitted to the window
+        reply = self.last_reply = Reply()
+        ctx = self._tool_context(scope, cancel)
+        runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
+        user_id = self._store_user_message(message, request, replacing, summary, reply)
+        for notice in notices:
+            yield StreamEvent("notice", text=notice)
+        loop: list[dict] = []
+        text_parts: list[str] = []
+        calibration = window.Calibration.from_metadata(self.metadata)
+        step_text = ""
+        while True:
+            refused = self._not_sent(request, loop, scope, cancel)  # a stop, a spending cap, the turn budget
+            if refused is not None:
+                step_text = ""
+                reply.status = "incomplete"
+                if refused.type == "error":
+                    reply.error = str(refused.error)
+                yield refused
+                break
+            scope.sent.update(request.node_ids, ctx.touched)
+            usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
+                               model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
+            step = _Step()
+            yield from self._stream_step(Turn(request, loop, self.chat_key), step, reply, calibration, cancel)
+            step_text = step.text
+            text_parts.append(step_text)
+            if step.error is not None or step.stop == "cancelled" or not step.calls:
+                reply.status = "complete" if (step.error is None and step.stop != "cancelled") else "incomplete"
+                if step.error is not None:
+                    reply.error = str(step.error)
+                break
+            over = self._tool_limit(reply, scope)  # per agent (MAX_TOOL_CALLS) and per turn (the budget)
+            if over is not None:
+                # The model was told the limit and still calls tools: end the turn here (its calls are
+                # not run, and not stored, so the history keeps every tool_use paired with a result).
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(over)
+                yield StreamEvent("error", error=over)
+                break
+            blocks, results = yield from self._run_tools(step, runner, reply, scope, cancel)
+            loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+            too_long = yield from self._store_step(request, loop, blocks, results, calibration)
+            if too_long is not None:  # not sent: the API would refuse it for its length
+                step_text = ""
+                reply.status, reply.error = "incomplete", str(too_long)
+                yield StreamEvent("error", error=too_long)
+                break
+        calibration.save(self.metadata)
+        self._save_metadata()
+        yield from self._finish(message, request, reply, ctx, loop, text_parts, step_text, user_id, cancel)
+
+    # -- the steps of a turn -----------------------------------------------------------------------------
+    def _new_scope(self, message: str, cancel: threading.Event | None) -> "TurnScope":
+        """What this message shares with every delegate it causes: the turn budget (core/chat/turn_budget.py),
+        the egress rule (core/agent/egress.py) and the nodes sent to any model so far."""
+        sent = self.repo.sent_node_ids(self.id)
+        scope = TurnScope(TurnBudget.from_config(self.config), Egress(), sent)
+        ask = self.confirm_fetch
+
+        def allowed(url: str) -> bool:  # asked of the user; never after a stop, and a late yes is a no
+            return not _stopped(cancel) and bool(ask(url)) and not _stopped(cancel)
+
+        scope.egress = Egress(user_texts=[*self.repo.user_texts(self.id), message],
+                              ask=allowed if ask is not None else None,
+                              hidden_seen=lambda: self._never_send_among(scope.sent))
+        return scope
+
+    def _never_send_among(self, node_ids: set[int]) -> list[str]:
+        """The never_send dimensions ([privacy]) that any of these nodes carries."""
+        hidden = sorted({d.lower() for d in self.config.privacy.never_send})
+        if not hidden or not node_ids:
+            return []
+        rows = self.store.db.execute(
+            "SELECT DISTINCT lower(dimension) FROM node_dimensions WHERE node_id IN (SELECT value FROM json_each(?))"
+            " AND lower(dimension) IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(node_ids)), json.dumps(hidden))).fetchall()
+        return [r[0] for r in rows]
+
+    def _prepare(self, message: str, cancel: threading.Event | None) -> tuple[ContextRequest, list[str], object]:
+        """The request for this message: the history repaired (a tool call an earlier crash left unanswered:
+        the APIs refuse such a history), the rolling summary made if due, and the context-window policy
+        (core/chat/window.py: cut to fit, or refuse before anything is sent). Returns it, the notices of
+        what was cut, and the summary request made for it (its sent_log row and usage), if any."""
+        self.repair_history()
         summary = self._maybe_summarise(cancel)
         request = self.request(message)
-        # The context-window policy (core/chat/window.py): cut to fit, or refuse before anything is sent.
         calibration = window.Calibration.from_metadata(self.metadata)
         forced: list = []
 
@@ -325,17 +440,22 @@ class Chat:
 
         fitted, notices = window.fit(self.provider, Turn(request, [], self.chat_key), calibration,
                                      summarise=summarise_to_fit, message=message)
-        request = fitted.request
-        summary = summary or (forced[0] if forced else None)
-        reply = Reply()
-        self.last_reply = reply
-        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
-                          local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
-                          confirm=self._confirm_unless_stopped(cancel),
-                          delegate=lambda agent, task: self._delegate(agent, task, cancel),
-                          activate_skill=self._activate_skill)
-        runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
-        with self.store.db.transaction():  # the replaced turn leaves as its replacement arrives, never before
+        return fitted.request, notices, summary or (forced[0] if forced else None)
+
+    def _tool_context(self, scope: "TurnScope", cancel: threading.Event | None) -> ToolContext:
+        """What the model's tools may reach and do this turn: the send policy, the agent's tool scope,
+        the user's confirmation for edits, the egress rule for fetches, delegation and skills."""
+        return ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
+                           local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
+                           confirm=self._confirm_unless_stopped(cancel), egress=scope.egress,
+                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
+                           activate_skill=self._activate_skill)
+
+    def _store_user_message(self, message: str, request: ContextRequest, replacing: int | None, summary,
+                            reply: Reply) -> int:
+        """Store the user's message with the suffix it was sent with (the replaced turn leaves as its
+        replacement arrives, never before); name it on the summary's row; title a new chat."""
+        with self.store.db.transaction():
             if replacing is not None:
                 self.repo.supersede_from(self.id, replacing)
             user_id = self._insert("user", [_text_block(message)],
@@ -349,98 +469,101 @@ class Chat:
         if not self.metadata.get("title"):
             self.metadata["title"] = message.strip().splitlines()[0][:80]
             self.repo.set_title(self.id, self.metadata["title"])
+        return user_id
+
+    def _not_sent(self, request: ContextRequest, loop: list[dict], scope: "TurnScope",
+                  cancel: threading.Event | None) -> StreamEvent | None:
+        """The event that ends the turn instead of its next request, or None to send it: the user stopped
+        it (after a tool call, a summary), a spending cap would be passed ([chat] max_usd_per_day,
+        max_usd_per_chat: core/chat/cost.py), or the message has used its requests (the turn budget)."""
+        if _stopped(cancel):
+            return StreamEvent("stop", stop_reason="cancelled")
+        refused = self.spend_guard(self.provider, Turn(request, loop, self.chat_key)) or scope.budget.take_request()
+        return StreamEvent("error", error=refused) if refused is not None else None
+
+    def _stream_step(self, turn: Turn, step: "_Step", reply: Reply, calibration: "window.Calibration",
+                     cancel: threading.Event | None) -> Iterator[StreamEvent]:
+        """Send one request and pass its events on, gathering its text, tool calls, usage and end."""
+        reply.requests += 1
+        estimated, reported = window.raw_estimate(self.provider, turn), 0
+        for event in self.provider.stream(turn, cancel):
+            if event.type == "text":
+                step.text += event.text
+            elif event.type == "tool_call":
+                step.calls.append(event.tool_call)
+            elif event.type == "usage":
+                reply.usage = reply.usage + event.usage
+                reported += event.usage.input if event.usage is not None else 0
+            elif event.type == "stop":
+                step.stop = event.stop_reason
+            elif event.type == "error":
+                step.error = event.error
+            yield event
+        calibration.record(estimated, reported)
+
+    def _tool_limit(self, reply: Reply, scope: "TurnScope") -> ProviderError | None:
+        """Why the tool calls just asked for end the turn unrun: this agent passed MAX_TOOL_CALLS, or the
+        message spent its tool calls (core/chat/turn_budget.py) and the model still calls tools."""
+        if reply.tool_calls > MAX_TOOL_CALLS:
+            return ProviderError(f"Stopped: the model kept calling tools after the limit of {MAX_TOOL_CALLS} "
+                                 "tool calls per turn; the reply so far is kept, marked incomplete.", kind="tool_limit")
+        if scope.budget.tool_calls_spent:
+            return scope.budget.spent_error()
+        return None
+
+    def _run_tools(self, step: "_Step", runner: ToolRunner, reply: Reply, scope: "TurnScope",
+                   cancel: threading.Event | None) -> Iterator[StreamEvent]:
+        """Run the step's tool calls (each within the limits, each result fenced when its text is not the
+        user's: core/chat/fence.py); returns the assistant's blocks and the results."""
+        blocks = ([_text_block(step.text)] if step.text else []) + [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.arguments is not None else {}}
+            for c in step.calls]
+        results = []
+        for call in step.calls:
+            reply.tool_calls += 1
+            if _stopped(cancel):  # the user stopped the turn during an earlier call of this step
+                content, is_error = NOT_RUN, True
+            elif reply.tool_calls > MAX_TOOL_CALLS:
+                content, is_error = (f"Tool call limit reached ({MAX_TOOL_CALLS} per turn); answer with what "
+                                     "you have."), True
+            elif (spent := scope.budget.take_tool_call()) is not None:
+                content, is_error = spent, True
+            elif call.arguments is None:
+                content, is_error = f"Invalid tool input: {call.error}. Send a JSON object.", True
+            else:
+                try:
+                    content, is_error = result_text(runner.run(call.name, call.arguments)), False
+                    if fence.sources(runner.ctx.origins):
+                        content = fence.fence(content, "tool result with text from " + fence.sources(runner.ctx.origins))
+                except ToolError as exc:
+                    content, is_error = str(exc), True
+            result = {"type": "tool_result", "tool_use_id": call.id, "content": content}
+            if is_error:
+                result["is_error"] = True
+            results.append(result)
+            yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
+        return blocks, results
+
+    def _store_step(self, request: ContextRequest, loop: list[dict], blocks: list[dict], results: list[dict],
+                    calibration: "window.Calibration") -> Iterator[StreamEvent]:
+        """Cap this turn's largest tool results so the next request fits too (core/chat/window.py), then
+        store the step (one transaction: never a call without its answer). Returns the refusal when even
+        capped it would not fit."""
+        too_long = None
+        try:
+            _, notices = window.fit(self.provider, Turn(request, loop, self.chat_key), calibration,
+                                    drop_passages=False)
+        except window.TooLong as exc:
+            notices, too_long = [], exc
+        self.repo.insert_step(self.id, blocks, results)
         for notice in notices:
             yield StreamEvent("notice", text=notice)
-        loop: list[dict] = []
-        text_parts: list[str] = []
-        step_text = ""
-        while True:
-            if _stopped(cancel):  # stopped before this request (after a tool call, a summary): none is sent
-                step_text = ""
-                reply.status = "incomplete"
-                yield StreamEvent("stop", stop_reason="cancelled")
-                break
-            turn = Turn(request, loop, self.chat_key)
-            refused = self.spend_guard(self.provider, turn)  # [chat] max_usd_per_day, max_usd_per_chat
-            if refused is not None:  # not sent: the spend so far plus this request would pass a cap
-                step_text = ""
-                reply.status, reply.error = "incomplete", str(refused)
-                yield StreamEvent("error", error=refused)
-                break
-            reply.requests += 1
-            usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
-                               model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
-            step_text, calls, stop, error = "", [], "", None
-            estimated, reported = window.raw_estimate(self.provider, turn), 0
-            for event in self.provider.stream(turn, cancel):
-                if event.type == "text":
-                    step_text += event.text
-                elif event.type == "tool_call":
-                    calls.append(event.tool_call)
-                elif event.type == "usage":
-                    reply.usage = reply.usage + event.usage
-                    reported += event.usage.input if event.usage is not None else 0
-                elif event.type == "stop":
-                    stop = event.stop_reason
-                elif event.type == "error":
-                    error = event.error
-                yield event
-            calibration.record(estimated, reported)
-            text_parts.append(step_text)
-            if error is not None or stop == "cancelled" or not calls:
-                reply.status = "complete" if (error is None and stop != "cancelled") else "incomplete"
-                if error is not None:
-                    reply.error = str(error)
-                break
-            if reply.tool_calls > MAX_TOOL_CALLS:
-                # The model was told the limit and still calls tools: end the turn here (its calls are
-                # not run, and not stored, so the history keeps every tool_use paired with a result).
-                error = ProviderError(f"Stopped: the model kept calling tools after the limit of {MAX_TOOL_CALLS} "
-                                      "tool calls per turn; the reply so far is kept, marked incomplete.",
-                                      kind="tool_limit")
-                reply.status, reply.error = "incomplete", str(error)
-                yield StreamEvent("error", error=error)
-                break
-            blocks = ([_text_block(step_text)] if step_text else []) + [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.arguments is not None else {}}
-                for c in calls]
-            results = []
-            for call in calls:
-                reply.tool_calls += 1
-                if _stopped(cancel):  # the user stopped the turn during an earlier call of this step
-                    content, is_error = NOT_RUN, True
-                elif reply.tool_calls > MAX_TOOL_CALLS:
-                    content, is_error = (f"Tool call limit reached ({MAX_TOOL_CALLS} per turn); answer with what "
-                                         "you have."), True
-                elif call.arguments is None:
-                    content, is_error = f"Invalid tool input: {call.error}. Send a JSON object.", True
-                else:
-                    try:
-                        content, is_error = result_text(runner.run(call.name, call.arguments)), False
-                    except ToolError as exc:
-                        content, is_error = str(exc), True
-                result = {"type": "tool_result", "tool_use_id": call.id, "content": content}
-                if is_error:
-                    result["is_error"] = True
-                results.append(result)
-                yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
-            loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
-            too_long = None
-            try:  # the next request must fit too: this turn's largest tool results are capped before storing
-                _, notices = window.fit(self.provider, Turn(request, loop, self.chat_key), calibration,
-                                        drop_passages=False)
-            except window.TooLong as exc:
-                notices, too_long = [], exc
-            self.repo.insert_step(self.id, blocks, results)  # one transaction: never a call without its answer
-            for notice in notices:
-                yield StreamEvent("notice", text=notice)
-            if too_long is not None:  # not sent: the API would refuse it for its length
-                step_text = ""
-                reply.status, reply.error = "incomplete", str(too_long)
-                yield StreamEvent("error", error=too_long)
-                break
-        calibration.save(self.metadata)
-        self._save_metadata()
+        return too_long
+
+    def _finish(self, message: str, request: ContextRequest, reply: Reply, ctx: ToolContext, loop: list[dict],
+                text_parts: list[str], final: str, user_id: int, cancel: threading.Event | None) -> Iterator[StreamEvent]:
+        """Store the reply with its usage, citations (checked: core/chat/citations.py) and status; the
+        optional model check of the citations; memory use and the agent's memory notes."""
         reply.text = "\n\n".join(t for t in text_parts if t.strip())
         reply.created_nodes = list(ctx.created)
         passages = {str(p.n): p.node_id for p in request.suffix.passages}
@@ -449,7 +572,6 @@ class Chat:
         if pages:  # passages from a paged document (a captured PDF): the sources say "p. 4"
             reply.citations["pages"] = pages
         reply.citation_check = self._check_citations(reply, request, loop, ctx)
-        final = step_text
         stored = dict(reply.citations, check=reply.citation_check.as_dict()) if reply.citation_check else reply.citations
         reply.message_id = self._insert("assistant", [_text_block(final)] if final else [_text_block("")],
                                         usage=reply.usage.as_dict(), citations=stored, status=reply.status,
@@ -541,19 +663,23 @@ class Chat:
         """allow_write agents keep run input (80+ characters) and output as type='memory' nodes."""
         if not self.agent.allow_write or reply.status != "complete":
             return
-        provenance = {"chat_id": self.id, "message_id": reply.message_id, "agent": self.agent.name}
+        made_in = {"chat_id": self.id, "message_id": reply.message_id, "agent": self.agent.name}
         if len(message.strip()) >= MEMORY_MIN_CHARS:
-            self.store.add_node(f"Asked: {message.strip()[:60]}", message, type="memory",
-                                metadata={"provenance": {**provenance, "part": "input"}})
+            self.store.add_node(f"Asked: {message.strip()[:60]}", message, type="memory", origin=provenance.USER,
+                                metadata={"provenance": {**made_in, "part": "input"}})
         if reply.text.strip():
-            self.store.add_node(f"Answered: {message.strip()[:60]}", reply.text, type="memory",
-                                metadata={"provenance": {**provenance, "part": "output"}})
+            self.store.add_node(f"Answered: {message.strip()[:60]}", reply.text, type="memory", origin=provenance.MODEL,
+                                metadata={"provenance": {**made_in, "part": "output"}})
 
     # -- delegation ----------------------------------------------------------------------------------
     def _delegate(self, agent_name: str, task: str, cancel: threading.Event | None = None) -> str:
         """Run `task` in a sub-chat of `agent_name`, with the same stop flag (a stop reaches every depth)."""
         if _stopped(cancel):
             raise ToolError("Stopped: the user stopped the turn; the task was not handed over.")
+        scope = self._turn_scope
+        refused = scope.budget.can_delegate()
+        if refused is not None:
+            raise ToolError(refused)
         target = profiles.get(agent_name, self.config)
         if target.name == self.agent.name:
             raise ToolError(f"An agent cannot delegate to itself ({agent_name}).")
@@ -569,7 +695,8 @@ class Chat:
             seen.pop()  # the delegated task is the next user message
         # The base provider: the delegate runs on its own model (core/chat/request.py model_for), not the caller's.
         sub = Chat(self.store, self.config, self.base_provider, agent=target.name, searcher=self.searcher,
-                   confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now)
+                   confirm=self.confirm, depth=self.depth + 1, inherited=seen, parent_id=self.id, now=self.now,
+                   confirm_fetch=self.confirm_fetch, scope=scope)
         for _ in sub.send(task, cancel):
             pass
         result = sub.last_reply

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from core.providers import models
+from core.chat.repository import CHAT_TREE
 from core.providers.base import ProviderError, Usage, is_loopback
 
 
@@ -157,12 +158,7 @@ def estimate(provider, turn) -> Cost:
 def spent_in_chat(store, pricer: Pricer, chat_id: int) -> Cost:
     """What a chat cost so far: its replies and side requests, and those of the agents it delegated to
     (sub-chats, at any depth); `chat_id` may be a sub-chat's, whose top chat is counted."""
-    tree = ("WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT json_extract(c.metadata, '$.parent_chat_id') "
-            " FROM chats c JOIN up ON c.id = up.id WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL),"
-            " root(id) AS (SELECT id FROM up WHERE id NOT IN (SELECT c.id FROM chats c JOIN up ON c.id = up.id"
-            "  WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL)),"
-            " tree(id) AS (SELECT id FROM root UNION SELECT c.id FROM chats c JOIN tree"
-            "  ON json_extract(c.metadata, '$.parent_chat_id') = tree.id) ")
+    tree = CHAT_TREE
     sums = ", ".join(f"COALESCE(SUM(json_extract(u, '$.{f}')), 0) AS {f}" for f in _FIELDS)
     rows = store.db.execute(
         tree + f"SELECT provider, model, {sums} FROM ("

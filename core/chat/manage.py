@@ -16,6 +16,7 @@ from typing import Any
 from core import clock
 from core.chat.repository import ChatRepository
 from core.errors import InvalidInput, NotFound
+from core.graph import provenance
 from core.safe_text import printable
 from core.search import fts_query
 
@@ -143,7 +144,7 @@ def export_node(store, chat_id: int) -> tuple[dict[str, Any], bool]:
                            " AND json_extract(metadata, '$.created_via') = 'chat export' ORDER BY id LIMIT 1",
                            (int(chat_id),)).fetchone()
     if row is not None:
-        return store.update_node(row["id"], source=text), False
+        return store.update_node(row["id"], source=text, origin=provenance.MODEL), False
     title = f"Chat: {chat['title'] or chat_id}"[:200]
-    return store.add_node(title, text, dimensions=["chat"],
+    return store.add_node(title, text, dimensions=["chat"], origin=provenance.MODEL,
                           metadata={"chat_id": int(chat_id), "created_via": "chat export"}), True

@@ -15,6 +15,17 @@ from core import clock
 from core.graph.store import Store
 from core.providers.base import Usage
 
+# `tree(id)`: the chat given as the one parameter, the chat at the top of its delegations (it may be a
+# sub-chat's id) and every sub-chat under that top, at any depth. Each step is an indexed lookup (the
+# chats_parent index, migration 7), so the cost follows the size of this tree, not of the database.
+CHAT_TREE = (
+    "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT json_extract(c.metadata, '$.parent_chat_id') "
+    " FROM chats c JOIN up ON c.id = up.id WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL),"
+    " root(id) AS (SELECT id FROM up WHERE id NOT IN (SELECT c.id FROM chats c JOIN up ON c.id = up.id"
+    "  WHERE json_extract(c.metadata, '$.parent_chat_id') IS NOT NULL)),"
+    " tree(id) AS (SELECT id FROM root UNION SELECT c.id FROM chats c JOIN tree"
+    "  ON json_extract(c.metadata, '$.parent_chat_id') = tree.id) ")
+
 
 class ChatRepository:
     def __init__(self, store: Store):
@@ -123,6 +134,25 @@ class ChatRepository:
                              (json.dumps(content, ensure_ascii=False), message_id, chat_id))
             for content in appended:
                 self.insert_message(chat_id, "user", content)
+
+    def user_texts(self, chat_id: int) -> list[str]:
+        """What the user wrote in this chat (every message of theirs still in it, also those folded into
+        the rolling summary): the text of user messages that are not tool results."""
+        out = []
+        for r in self.rows(chat_id):
+            if r["role"] != "user":
+                continue
+            blocks = json.loads(r["content"])
+            if any(b.get("type") == "tool_result" for b in blocks):
+                continue
+            out += [b.get("text") or "" for b in blocks if b.get("type") == "text"]
+        return out
+
+    def sent_node_ids(self, chat_id: int) -> set[int]:
+        """Every node a request of this chat's tree (it and its delegates) has sent to the model."""
+        rows = self.db.execute(CHAT_TREE + "SELECT DISTINCT j.value FROM sent_log s, json_each(s.node_ids) j"
+                               " WHERE s.chat_id IN tree", (int(chat_id),)).fetchall()
+        return {int(r[0]) for r in rows}
 
     def rows(self, chat_id: int) -> list:
         """The chat's messages as stored (id, role, content as JSON text), oldest first; those replaced by

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import InvalidInput
-from core.graph import history
+from core.graph import history, provenance
 
 JOIN_RULE = "\n\n---\n\n"  # between the kept text and the other's, with the other's title under it
 
@@ -164,7 +164,9 @@ def apply(store, merge: MergePlan, *, source: str | None = None) -> dict:
             meta["aliases"] = merge.aliases
         store.update_node(keep_id, title=merge.title, description=merge.description,
                           source=merge.source if source is None else source, dimensions=merge.dimensions,
-                          link=merge.link, event_date=merge.event_date, metadata=meta)
+                          link=merge.link, event_date=merge.event_date, metadata=meta,
+                          origin=provenance.least_trusted(*(store.origins([keep_id, other_id]).get(i)
+                                                            for i in (keep_id, other_id))))
         for move in merge.edges:
             if move.outcome == "dropped":
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from core.graph.provenance import BACKFILL_SQL
+
 # The FTS tokenizer: Porter stemming over unicode61 (diacritics folded). prefix='2 3' keeps short
 # prefix queries (`gr*`) off the slow path of a full term scan.
 FTS_OPTIONS = "tokenize='porter unicode61 remove_diacritics 2', prefix='2 3'"
@@ -222,4 +224,20 @@ _V6 = [
     f"INSERT INTO messages_fts(rowid, text) SELECT m.id, {_MESSAGE_TEXT.format('m')} FROM messages m",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# 7: where each node's text came from (core.graph.provenance): typed by the user, a captured page or
+# document, a vault or RA-H import, an MCP client, the model. Text from outside is fenced as quoted
+# material in what the model reads (core.chat.fence). Older nodes are given theirs from their metadata
+# and from who wrote their text (the history). And indexes that make the spending caps a lookup, not a
+# scan of every chat and message (core.chat.cost): usage by time, a chat's delegated sub-chats, the
+# side requests of a chat.
+_V7 = [
+    "ALTER TABLE nodes ADD COLUMN origin TEXT NOT NULL DEFAULT 'user'",
+    *BACKFILL_SQL,
+    "CREATE INDEX messages_spent ON messages(created_at) WHERE usage IS NOT NULL",
+    "CREATE INDEX sent_log_spent ON sent_log(created_at) WHERE usage IS NOT NULL",
+    "CREATE INDEX sent_log_chat ON sent_log(chat_id)",
+    "CREATE INDEX chats_parent ON chats(json_extract(metadata, '$.parent_chat_id'))"
+    " WHERE json_extract(metadata, '$.parent_chat_id') IS NOT NULL",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from core import clock
-from core.graph import history
+from core.graph import history, provenance
 from core.graph.db import Database, IntegrityError
 from core.errors import InvalidInput, NotFound
 
@@ -28,7 +28,7 @@ INDEXED_FIELDS = ("title", "description", "source")
 
 _NODE_COLUMNS = (
     "id, title, description, source, link, event_date, type, metadata, chunk_status, content_hash, "
-    "index_error, created_at, updated_at"
+    "index_error, created_at, updated_at, origin"
 )
 
 
@@ -193,8 +193,12 @@ class Store:
         type: str = "note",
         dimensions: Iterable[str] | None = None,
         metadata: dict | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
+        """A new node; `origin`: where its text came from (a capture or import says; otherwise whoever
+        writes, core.graph.provenance)."""
         title = _text("The title", title, MAX_TITLE, required=True).strip()
+        origin = provenance.after_write(None, origin or provenance.of_actor())
         description = _text("The description", description, MAX_DESCRIPTION)
         source = _text("The text", source, MAX_SOURCE)
         meta = dict(metadata or {})
@@ -203,7 +207,7 @@ class Store:
         with self.db.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO nodes(title, description, source, link, event_date, type, metadata, chunk_status,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
                 (
                     title,
                     description,
@@ -214,6 +218,7 @@ class Store:
                     json.dumps(meta, ensure_ascii=False),
                     stamp,
                     stamp,
+                    origin,
                 ),
             )
             node_id = cur.lastrowid
@@ -241,8 +246,19 @@ class Store:
         by_id = {row["id"]: node_record(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def update_node(self, node_id: int, **changes: Any) -> dict[str, Any]:
-        """Change any of title, description, source, link, event_date, type, dimensions, metadata."""
+    def origins(self, node_ids: Iterable[int]) -> dict[int, str]:
+        """{id: where its text came from} (core.graph.provenance) for the ids that exist."""
+        ids = [int(i) for i in node_ids]
+        if not ids:
+            return {}
+        rows = self.db.execute("SELECT id, origin FROM nodes WHERE id IN (SELECT value FROM json_each(?))",
+                               (json.dumps(ids),)).fetchall()
+        return {r["id"]: r["origin"] for r in rows}
+
+    def update_node(self, node_id: int, *, origin: str | None = None, **changes: Any) -> dict[str, Any]:
+        """Change any of title, description, source, link, event_date, type, dimensions, metadata.
+        A change of its text by someone other than the user gives the node their origin (`origin`, else
+        the writer's: core.graph.provenance)."""
         unknown = set(changes) - set(NODE_FIELDS) - {"dimensions", "metadata"}
         if unknown:
             raise InvalidInput(f"Cannot change {', '.join(sorted(unknown))} on a node.")
@@ -278,6 +294,9 @@ class Store:
             if any(k in sets for k in INDEXED_FIELDS):
                 sets["chunk_status"] = "pending"
                 sets["index_error"] = None
+                written = provenance.after_write(row["origin"], origin or provenance.of_actor())
+                if written != row["origin"]:
+                    sets["origin"] = written
             sets["updated_at"] = clock.now()
             assignments = ", ".join(f"{k} = ?" for k in sets)
             conn.execute(f"UPDATE nodes SET {assignments} WHERE id = ?", (*sets.values(), int(node_id)))
@@ -301,7 +320,7 @@ class Store:
             node = node_record(row)
             edges = [edge_record(e) for e in conn.execute(
                 "SELECT * FROM edges WHERE from_node_id = ? OR to_node_id = ?", (node_id, node_id))]
-            payload: dict[str, Any] = {"node": node, "edges": edges}
+            payload: dict[str, Any] = {"node": node, "edges": edges, "origin": row["origin"]}
             used = conn.execute("SELECT access_count, last_accessed_at FROM memory_access WHERE node_id = ?",
                                 (int(node_id),)).fetchone()
             if used is not None:
@@ -347,9 +366,10 @@ class Store:
             meta["dimensions"] = n["dimensions"]
             conn.execute(
                 "INSERT INTO nodes(id, title, description, source, link, event_date, type, metadata, chunk_status,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)",
+                " created_at, updated_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
                 (n["id"], n["title"], n["description"], n["source"], n["link"], n["event_date"], n["type"],
-                 json.dumps(meta, ensure_ascii=False), n["created_at"], clock.now()),
+                 json.dumps(meta, ensure_ascii=False), n["created_at"], clock.now(),
+                 payload.get("origin") or provenance.from_metadata(meta, n["type"])),
             )
             for e in payload["edges"]:
                 conn.execute(

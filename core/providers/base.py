@@ -131,6 +131,18 @@ class SDKProvider(Provider):
 
 
 def is_loopback(url: str) -> bool:
-    """Whether a server's base URL is on this machine: only such a provider counts as local."""
-    host = (urlparse(url).hostname or "").lower()
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether a server's base URL is on this machine: only such a provider counts as local. The host
+    must be an IP literal in 127.0.0.0/8 or ::1, or the name `localhost`; any other name is remote, since
+    it resolves wherever DNS says (`127.0.0.1.nip.io`, `127.attacker.example` are names, not addresses)."""
+    import ipaddress
+
+    try:
+        host = (urlparse(url).hostname or "").lower()
+    except ValueError:  # a malformed address ("http://[::1") is not this machine
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

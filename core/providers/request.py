@@ -43,6 +43,7 @@ class Passage:
     cosine: float | None  # None for a keyword-fallback passage (core.search.retrieval_fallback)
     via: str = "search"  # "search"; in the keyword fallback "keyword" or "recent" (a recent note, not a match)
     page: int | None = None  # the page of a paged document (a captured PDF) the passage is on: "p. 4"
+    origin: str = "user"  # where its node's text came from (core.graph.provenance): not "user", it is fenced
 
 
 @dataclass

@@ -63,7 +63,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from core.graph import history
+from core.graph import history, provenance
 from core.graph.db import OperationalError, sqlite
 from core.errors import CairnError, InvalidInput
 from core.graph.store import (MAX_DESCRIPTION, MAX_DIMENSION, MAX_SOURCE, MAX_TITLE, Store, partial_date,
@@ -690,12 +690,12 @@ def _write_node(store: Store, wconn, known, fields: dict, raha: dict, sha: str, 
         meta["raha"] = raha
         store.update_node(node["id"], title=fields["title"], description=fields["description"],
                           source=fields["source"], link=fields["link"], event_date=fields["event_date"],
-                          type=fields["type"], dimensions=dims, metadata=meta)
+                          type=fields["type"], dimensions=dims, metadata=meta, origin=provenance.RAHA)
         report.updated += 1
     else:
         node = store.add_node(fields["title"], fields["source"], description=fields["description"],
                               link=fields["link"], event_date=fields["event_date"], type=fields["type"],
-                              dimensions=fields["dimensions"], metadata={"raha": raha})
+                              dimensions=fields["dimensions"], metadata={"raha": raha}, origin=provenance.RAHA)
         created = fields["created_at"] or node["created_at"]
         updated = fields["updated_at"] or created
         wconn.execute("UPDATE nodes SET created_at = ?, updated_at = ? WHERE id = ?",
