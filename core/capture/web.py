@@ -1,8 +1,9 @@
 """Capture from the web: fetch the page a user names, keep its main text and metadata, store it as a node.
 
-`fetch` gets the page (http/https only, a connect/read timeout and an overall deadline, a size cap
-read in pieces, at most 5 redirects followed one by one, HTML only, the charset from the header or
-the page with bad bytes replaced); `extract` keeps the article and its title, author, date and site
+`fetch` gets the page (http/https only, a connect/read timeout and an overall deadline that a
+watchdog enforces even on a server trickling a byte at a time, a size cap read in pieces, at most 5
+redirects followed one by one, HTML only, the charset from the header or the page with bad bytes
+replaced); `extract` keeps the article and its title, author, date and site
 with trafilatura (bench/extract.py measured it against readability-lxml); `capture` does both and
 only then writes the node in one `Store.add_node` transaction, so a failure leaves nothing behind.
 Every failure is a `CaptureError` whose message is one sentence; its `kind` names the failure.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -23,7 +25,9 @@ from core import clock
 from core.errors import CairnError
 
 DEFAULT_TIMEOUT = 10.0  # seconds, for connecting and for each read
-TOTAL_TIMEOUT = 60.0  # seconds for the whole fetch, so a server that trickles bytes cannot hold it forever
+# Seconds for the whole fetch (connecting, headers, body, every redirect), so a server that trickles bytes
+# cannot hold a capture: a watchdog shuts the connection when it runs out (fetch reads it at each call).
+TOTAL_TIMEOUT = 60.0
 MAX_BYTES = 10_000_000  # the page's body (after decompression)
 MAX_REDIRECTS = 5
 MIN_TEXT_CHARS = 40  # less extracted text than this is not an article (a "Loading…" shell, a lone caption)
@@ -228,14 +232,97 @@ def _sniff_html(start: bytes) -> bool:
 
 
 class _Deadline:
+    """The whole fetch's deadline, enforced: every connection the fetch opens is watched, and a timer
+    shuts them all down when the time is up, so a read in progress returns at once however slowly
+    the server sends (a check between reads alone let one byte every 3 s hold a capture for minutes)."""
+
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.end = time.monotonic() + seconds
+        self.url = ""  # the address being fetched (the hop), for the sentence
+        self._expired = False
+        self._lock = threading.Lock()
+        self._watched: list = []  # duplicates of the connections' sockets, to shut them from the timer
+        self._timer = threading.Timer(max(seconds, 0.0), self._expire)
+        self._timer.daemon = True
 
-    def check(self, url: str) -> None:
-        if time.monotonic() > self.end:
-            raise CaptureError("timeout", f"Fetching {url} took longer than {self.seconds:g} s in all; stopped. "
-                                          "Try again later.")
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        with self._lock:  # (a timer already running shuts under the same lock: never a closed socket)
+            for sock in self._watched:
+                sock.close()
+            self._watched = []
+
+    @property
+    def expired(self) -> bool:
+        return self._expired or time.monotonic() >= self.end
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def watch(self, sock):
+        """Called with each new connection's socket (before TLS wraps it); returns it unchanged."""
+        spare = sock.dup()  # a second descriptor of the same connection: shutting it stops reads on the first
+        with self._lock:
+            self._watched.append(spare)
+            if self._expired:
+                _shut(spare)
+        return sock
+
+    def _expire(self) -> None:
+        with self._lock:
+            self._expired = True
+            for sock in self._watched:
+                _shut(sock)
+
+    def error(self) -> CaptureError:
+        return CaptureError("timeout", f"The page at {_host(self.url)} took longer than {self.seconds:g} s to arrive "
+                                       "and was abandoned; nothing was saved.")
+
+    def check(self) -> None:
+        if self.expired:
+            raise self.error()
+
+
+def _shut(sock) -> None:
+    """Shut a watched connection both ways: a blocked read on it returns at once."""
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.ENOTCONN:  # already closed by the server or by the fetch: nothing to stop
+            raise
+
+
+def _watched_opener(deadline: _Deadline, redirect_handler):
+    """A urllib opener whose HTTP and HTTPS connections register their socket with `deadline`."""
+    import urllib.request
+
+    def watched(connection_class):
+        def make(*args, **kwargs):
+            connection = connection_class(*args, **kwargs)
+            create = connection._create_connection  # http.client's hook for making the socket
+            connection._create_connection = lambda *a, **k: deadline.watch(create(*a, **k))
+            return connection
+
+        return make
+
+    class HTTP(urllib.request.HTTPHandler):
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def do_open(self, http_class, req, **kwargs):
+            return super().do_open(watched(http_class), req, **kwargs)
+
+    return urllib.request.build_opener(redirect_handler, HTTP, HTTPS)
 
 
 def refuse_local(url: str) -> None:
@@ -261,11 +348,30 @@ def refuse_local(url: str) -> None:
                                         "(cairn add --url, or quick capture), or set [capture] local_addresses = true.")
 
 
-def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float = TOTAL_TIMEOUT,
+def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float | None = None,
           max_bytes: int = MAX_BYTES, max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None,
           public_only: bool = False) -> Page:
     """The page at `url` as text. Raises CaptureError with one sentence for every failure.
-    `public_only`: every hop's host must be public (`refuse_local`)."""
+    `timeout`: for connecting and for each read; `total_timeout` (default TOTAL_TIMEOUT): for the whole
+    fetch, redirects included, however the server paces its bytes. `public_only`: every hop's host
+    must be public (`refuse_local`)."""
+    asked = normalise_url(url)
+    deadline = _Deadline(TOTAL_TIMEOUT if total_timeout is None else total_timeout)
+    deadline.url = asked
+    with deadline:
+        try:
+            page = _fetch(asked, deadline, timeout, max_bytes, max_redirects, progress or (lambda _text: None),
+                          public_only)
+        except CaptureError as exc:
+            if deadline.expired:  # the watchdog cut the connection: that is what failed, whatever it looked like
+                raise deadline.error() from exc
+            raise
+        deadline.check()  # a body the watchdog cut short can look like the page's end: never keep it
+        return page
+
+
+def _fetch(asked: str, deadline: _Deadline, timeout: float, max_bytes: int, max_redirects: int, say: Progress,
+           public_only: bool) -> Page:
     import urllib.request
     from urllib.error import HTTPError, URLError
     from urllib.parse import urljoin
@@ -277,13 +383,11 @@ def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float = 
         def redirect_request(self, req, fp, code, msg, headers, newurl):
             return None
 
-    say = progress or (lambda _text: None)
-    asked = normalise_url(url)
-    opener = urllib.request.build_opener(NoRedirect)  # proxies from the environment still apply
-    deadline = _Deadline(total_timeout)
+    opener = _watched_opener(deadline, NoRedirect)  # proxies from the environment still apply
     current, chain = asked, []
     for _hop in range(max_redirects + 1):
-        deadline.check(asked)
+        deadline.url = current
+        deadline.check()
         if public_only:
             refuse_local(current)  # each hop: a public page may redirect to an internal one
         say(f"connecting to {_host(current)}…")
@@ -293,7 +397,8 @@ def fetch(url: str, *, timeout: float = DEFAULT_TIMEOUT, total_timeout: float = 
             "Accept-Encoding": "gzip, identity",
         })
         try:
-            response = opener.open(request, timeout=timeout)
+            # never wait past the deadline, even to connect (the watchdog can stop a read, not a connect)
+            response = opener.open(request, timeout=max(min(timeout, deadline.remaining()), 0.001))
         except HTTPError as exc:
             with exc:
                 if exc.code in _REDIRECTS:
@@ -339,7 +444,7 @@ def _read(response, asked: str, final: str, chain: tuple[str, ...], timeout: flo
     size = 0
     try:
         while True:
-            deadline.check(final)
+            deadline.check()
             piece = response.read(CHUNK)
             if not piece:
                 break
@@ -441,7 +546,7 @@ def captured_before(store, url: str) -> dict[str, Any] | None:
 
 def capture(store, url: str, *, again: bool = False, title: str | None = None, description: str | None = None,
             event_date: str | None = None, dimensions=None, type: str = "note", origin: str = "user",
-            timeout: float = DEFAULT_TIMEOUT, total_timeout: float = TOTAL_TIMEOUT, max_bytes: int = MAX_BYTES,
+            timeout: float = DEFAULT_TIMEOUT, total_timeout: float | None = None, max_bytes: int = MAX_BYTES,
             max_redirects: int = MAX_REDIRECTS, progress: Progress | None = None,
             public_only: bool = False) -> Captured:
     """Fetch `url`, extract it and store it as a node (source: the text, link: the final URL).
