@@ -349,35 +349,83 @@ class FolderReport:
                 "warnings": [list(w) for w in self.warnings], "seconds": self.seconds}
 
 
-def folder_files(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> list[Path]:
-    """The files capture_folder takes, sorted; hidden files and folders (.git, .obsidian …) left out."""
-    root = Path(folder).expanduser()
+OUTSIDE_FILE = "a link to a file outside the folder"
+OUTSIDE_FOLDER = "a link to a folder outside the folder"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def folder_scan(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES
+                ) -> tuple[list[Path], list[tuple[str, str]]]:
+    """(the files capture_folder takes, sorted; the (relative path, why) of the links it leaves out).
+    Hidden files and folders (.git, .obsidian …) are left out. Symbolic links never lead out of the
+    folder: a linked file outside it is left out and listed, one inside it is taken once (not when
+    the file it names is taken under its own path), and linked folders are listed, not entered."""
+    root = Path(folder).expanduser().resolve()
+    root_key = str(root)
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    links: list[tuple[str, Path]] = []
+    skipped: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):  # (links to folders are not entered)
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in dirnames:
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                target = os.path.realpath(path)
+                why = (f"a link to the folder {Path(target).relative_to(root).as_posix()}/ in the folder (links to "
+                       "folders are not followed)" if _inside(target, root_key) else OUTSIDE_FOLDER)
+                skipped.append((path.relative_to(root).as_posix() + "/", why))
         for name in sorted(filenames):
             if not name.startswith(".") and name.lower().endswith(suffixes):
-                found.append(Path(dirpath) / name)
-    return found
+                path = Path(dirpath) / name
+                if path.is_symlink():
+                    links.append((path.relative_to(root).as_posix(), path))
+                else:
+                    found.append(path)
+    taken = {str(p) for p in found}
+    for rel, path in sorted(links):
+        target = os.path.realpath(path)
+        if not _inside(target, root_key):
+            skipped.append((rel, OUTSIDE_FILE))
+        elif not target.lower().endswith(suffixes):
+            skipped.append((rel, f"a link to {Path(target).relative_to(root).as_posix()}, which is not a PDF or "
+                                 "text file"))
+        elif target in taken:
+            skipped.append((rel, f"a link to {Path(target).relative_to(root).as_posix()}, which is captured "
+                                 "itself or through another link"))
+        else:
+            taken.add(target)
+            found.append(path)
+    return sorted(found), skipped
+
+
+def folder_files(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> list[Path]:
+    """The files capture_folder takes, sorted (see folder_scan)."""
+    return folder_scan(folder, suffixes)[0]
 
 
 def capture_folder(store: Store, folder: str | Path, progress: Progress | None = None,
                    on_file: Callable[[str, str, str], None] | None = None) -> FolderReport:
     """Capture every PDF and text file under folder (markdown is the vault import's). progress(done,
     total) after each file; on_file(relative path, status, detail) for each, status one of created,
-    updated, unchanged, skipped. A file that cannot be captured is skipped with its reason."""
+    updated, unchanged, skipped. A file that cannot be captured is skipped with its reason, and so is
+    each symbolic link folder_scan leaves out (a link out of the folder is never followed)."""
     started = time.monotonic()
     root = Path(folder).expanduser().resolve()
     if not root.is_dir():
         raise CaptureError(f"{root} is not a folder.")
-    files = folder_files(root)
-    report = FolderReport(str(root), files=len(files))
+    files, links = folder_scan(root)
+    report = FolderReport(str(root), files=len(files), skipped=list(links))
     known = captured_paths(store)
     if progress:
         progress(0, len(files))
     for done, path in enumerate(files, start=1):
         rel = path.relative_to(root).as_posix()
         try:
+            if not _inside(os.path.realpath(path), str(root)):  # swapped for a link since the scan
+                raise CaptureError(f"{rel} is {OUTSIDE_FILE}; nothing was imported.")
             outcome = capture_file(store, path, known=known)
         except InvalidInput as exc:  # CaptureError, or the store refusing the node (each says why)
             report.skipped.append((rel, str(exc)))

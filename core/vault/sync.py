@@ -1,7 +1,9 @@
 """A folder of markdown notes (an Obsidian-style vault) kept in step with the store.
 
 Every note file (see core.vault.parse) outside hidden folders (`.obsidian`, `.git`, `.trash` ...)
-is a node. `metadata.vault = {root, path, mtime, size, sha256, dimensions, fields}` records the file
+is a node. Symbolic links never lead out of the folder: a linked note whose file lies outside it is
+skipped and listed, a linked note inside it is imported once (under its own path when that is a
+note path too), and linked folders are listed, not followed (see `VaultSync._scan`). `metadata.vault = {root, path, mtime, size, sha256, dimensions, fields}` records the file
 the node came from, and which dimensions and fields the file provided: dimensions or a description
 the user added in Cairn survive a change to the file. `metadata.aliases` and `metadata.frontmatter`
 hold the file's aliases and its other frontmatter keys.
@@ -45,6 +47,13 @@ RESCAN_MAX_PATHS = 200  # more changed paths than this in one batch: scan the wh
 RACY_MTIME_NS = 2_000_000_000
 
 Progress = Callable[[int, int], None]
+OUTSIDE_FILE = "a link to a file outside the vault"
+OUTSIDE_FOLDER = "a link to a folder outside the vault"
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether `path` (resolved) is `root` (resolved) or lies under it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 # -- what the sync keeps -------------------------------------------------------------------------
@@ -179,10 +188,19 @@ class VaultSync:
             report.skipped.append((rel + "/", f"folder unreadable ({exc.strerror or exc})"))
 
         dirs: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, onerror=unreadable):
+        links: list[tuple[str, str]] = []  # (path, full path) of note files that are symbolic links
+        for dirpath, dirnames, filenames in os.walk(self.root, onerror=unreadable):  # (links to folders not entered)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             base = os.path.relpath(dirpath, self.root)
             dirs.update(d if base == "." else f"{base}/{d}".replace(os.sep, "/") for d in dirnames)
+            for name in dirnames:
+                full = os.path.join(dirpath, name)
+                if os.path.islink(full):
+                    rel = name if base == "." else f"{base}/{name}".replace(os.sep, "/")
+                    target = os.path.realpath(full)
+                    why = (f"a link to the folder {self._rel(target)}/ in the vault (links to folders are not followed)"
+                           if inside(target, self.root_key) else OUTSIDE_FOLDER)
+                    report.skipped.append((rel + "/", why))
             for name in filenames:
                 if name.startswith("."):
                     continue
@@ -192,25 +210,62 @@ class VaultSync:
                     report.other_files += 1
                     continue
                 try:
-                    st = os.stat(os.path.join(dirpath, name))
+                    st = os.lstat(os.path.join(dirpath, name))
                 except OSError as exc:
                     report.skipped.append((rel, f"unreadable ({exc.strerror or exc})"))
+                    continue
+                if stat.S_ISLNK(st.st_mode):
+                    links.append((rel, os.path.join(dirpath, name)))
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue
                 files[rel] = (st.st_size, st.st_mtime_ns)
+        link_skips = self._linked_notes(links, files)
+        report.skipped.extend(link_skips)
         self.other_files = others
         self._files, self._dirs, self._other_count = files, dirs, report.other_files
-        self._folder_skips = [s for s in report.skipped if s[0].endswith("/")]
+        self._folder_skips = [s for s in report.skipped if s[0].endswith("/")] + link_skips
         self.last_full_scan = time.monotonic()
         return files
+
+    def _rel(self, target: str) -> str:
+        return os.path.relpath(target, self.root_key).replace(os.sep, "/")
+
+    def _linked_notes(self, links: list[tuple[str, str]], files: dict[str, tuple[int, int]]) -> list[tuple[str, str]]:
+        """Add to `files` the linked notes that may be imported; returns the (path, why) of the others.
+        A link whose file lies outside the folder is never followed; one to a note imported under its
+        own path, or to a file another link already brings in, would import that file twice."""
+        skipped: list[tuple[str, str]] = []
+        taken: dict[str, str] = {}  # target → the link that brings it in
+        for rel, full in sorted(links):
+            target = os.path.realpath(full)
+            if not inside(target, self.root_key):
+                skipped.append((rel, OUTSIDE_FILE))
+                continue
+            target_rel = self._rel(target)
+            if target_rel in files:
+                skipped.append((rel, f"a link to {target_rel}, which is imported itself"))
+                continue
+            if target in taken:
+                skipped.append((rel, f"a link to {target_rel}, which is imported through {taken[target]}"))
+                continue
+            try:
+                st = os.stat(full)
+            except OSError as exc:
+                skipped.append((rel, f"unreadable ({exc.strerror or exc})"))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                taken[target] = rel
+                files[rel] = (st.st_size, st.st_mtime_ns)
+        return skipped
 
     def _rescan(self, paths: Iterable[str]) -> set[str] | None:
         """The last full scan (self._files) brought up to date by looking only at `paths` (the
         file-system events' paths); returns the note paths looked at, or None when only a full scan
         will do: no scan yet, too many paths, a folder or a non-note file among them (a folder moves
         a whole subtree; an attachment's name changes how links resolve), a path that is gone, a
-        path outside the folder or under a symlinked folder (the full scan does not follow those).
+        path outside the folder or under a symlinked folder (the full scan does not follow those), a
+        symbolic link (the full scan decides where it leads).
         So an edit or an editor's save (write in place, or write a temp file and rename it over the
         note) is a stat or two; a new note as well; a delete or a move scans the whole folder."""
         paths = list(paths)
@@ -232,13 +287,13 @@ class VaultSync:
             if len(parts) > 1 and os.path.realpath(parent) != parent:
                 return None
             try:
-                st = os.stat(full)
+                st = os.lstat(full)
             except OSError:
                 # Gone (or unreadable): maybe deleted, maybe moved to a path whose event is late or
                 # lost (a file moved into a folder just made, before the watch on it was set up).
                 # Only the whole folder tells a move (node and edges kept) from a delete.
                 return None
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode):  # a link too: only the full scan follows one, inside the folder
                 return None
             found[rel] = (st.st_size, st.st_mtime_ns)
         self._files.update(found)
@@ -365,6 +420,9 @@ class VaultSync:
             parsed: list[ParsedNote] = []
             for rel in batch:
                 try:
+                    # (again: the file may have been swapped for a link, or a folder on its path, since the scan)
+                    if not inside(os.path.realpath(self.root / rel), self.root_key):
+                        raise Skip(OUTSIDE_FILE)
                     note = read_note(self.root / rel, rel, self.max_bytes)
                 except Skip as exc:
                     self.skipped[rel] = (files[rel], str(exc))

@@ -99,10 +99,12 @@ class RateLine:
 # -- a folder's PDFs and text files ---------------------------------------------------------------
 def import_folder_files(out: Out, store, folder: Path, *, interactive: bool | None = None):
     """Capture the PDFs and .txt files under folder, showing progress; returns the core FolderReport
-    (print_folder_report prints it), or None when the folder holds none."""
-    from core.capture.files import capture_folder, folder_files
+    (print_folder_report prints it, with the symbolic links left out), or None when the folder holds
+    none and no link to one."""
+    from core.capture.files import capture_folder, folder_scan
 
-    if not folder_files(folder):
+    files, links_left_out = folder_scan(folder)
+    if not files and all(rel.endswith("/") for rel, _why in links_left_out):  # (folders: the vault report's too)
         return None
     interactive = sys.stderr.isatty() if interactive is None else interactive
     if interactive:

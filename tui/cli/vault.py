@@ -120,7 +120,7 @@ def cmd_import(args, out: Out) -> int:
                 report = import_raha(store, path, progress)
         if not out.as_json:
             if kind == "vault":
-                if report.files or files is None:  # a folder of PDFs only: no "0 notes" line
+                if report.files or report.skipped or files is None:  # PDFs only: no "0 notes" line
                     _print_vault_report(out, report)
                 if files:
                     print_folder_report(out, files)
