@@ -19,6 +19,7 @@ import pytest
 
 from chat_support import anth, anthropic_provider, config, new_chat, searcher, send, _no_proxies  # noqa: F401  (fixtures)
 from core.agent import profiles
+from core.agent.egress import Egress
 from core.agent.tools import ToolContext, ToolError, ToolRunner
 from core.capture import web
 from core.capture.web import CaptureError
@@ -370,8 +371,10 @@ def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site
     def never(action, detail):
         raise AssertionError("captureUrl asked for confirmation")
 
-    # The fixtures are served on 127.0.0.1: the model may fetch there only with [capture] local_addresses.
-    ctx = ToolContext(store, searcher=None, confirm=never, local_addresses=True)
+    # The fixtures are served on 127.0.0.1: the model may fetch there only with [capture] local_addresses;
+    # the addresses are the user's (core/agent/egress.py), so nothing is asked.
+    said = f"save {site}/ja/machiya and {site}/gone and {site}/de/strassenbahn"
+    ctx = ToolContext(store, searcher=None, confirm=never, local_addresses=True, egress=Egress(user_texts=[said]))
     runner = ToolRunner(ctx, profiles.ALL_TOOLS)
     out = runner.run("captureUrl", {"url": site + "/ja/machiya", "dimensions": ["京都"]})
     node = store.get_node(out["created"]["id"])
@@ -391,9 +394,10 @@ def test_the_tool_runner_captures_without_confirmation_and_reports_failures(site
 def test_the_model_may_not_reach_this_machine_or_its_network_unless_allowed(site, store):
     """A prompt-injected model must not read internal pages or a cloud's metadata service through
     captureUrl: loopback, private and link-local hosts are refused, also at a redirect's end."""
-    runner = ToolRunner(ToolContext(store, searcher=None), profiles.ALL_TOOLS)
-    for url in (site + "/ja/machiya", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/wiki",
-                "http://[::1]/admin"):
+    urls = (site + "/ja/machiya", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/wiki", "http://[::1]/admin")
+    # even addresses the user wrote (the egress rule lets them through): the local-network rule still holds
+    runner = ToolRunner(ToolContext(store, searcher=None, egress=Egress(user_texts=[" ".join(urls)])), profiles.ALL_TOOLS)
+    for url in urls:
         with pytest.raises(ToolError, match=r"is an address on this machine or its local network .*"
                                             r"\[capture\] local_addresses = true\.$"):
             runner.run("captureUrl", {"url": url})
