@@ -20,9 +20,12 @@ loaded lazily, by the first searchContent call.
 
 Threads: the SDK serves requests concurrently on an event loop; every tool call runs on one worker
 thread that owns the SQLite connection (connections are never shared across threads), so calls are
-serialised. The database is opened in WAL mode with a busy timeout, writes take BEGIN IMMEDIATE with
-retries (core.graph.db), and a call that still meets a locked database is retried here, so other Cairn
-processes (the app, `cairn add`, an import) can write at the same time.
+serialised — except sqliteQuery, which is checked there but runs on a thread of its own with a
+read-only connection of its own and a deadline (core.agent.readonly_sql), so a slow query never holds
+up the next call. When the client closes stdin the SDK cancels the calls in flight (a query among them
+is interrupted) and `cairn mcp` exits. The database is opened in WAL mode with a busy timeout, writes
+take BEGIN IMMEDIATE with retries (core.graph.db), and a call that still meets a locked database is
+retried here, so other Cairn processes (the app, `cairn add`, an import) can write at the same time.
 
 stdout is the protocol: logging goes to stderr, and while serving the SDK points fd 1 at stderr so
 a stray print cannot corrupt the stream.
@@ -36,15 +39,17 @@ import copy
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from core.graph import history
 from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
 from core.graph.privacy import SendPolicy
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
+from core.agent.readonly_sql import stop_when
 from core.agent.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
 from core.agent.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
 
@@ -65,6 +70,7 @@ MAX_LINK_CHARS = 4_000
 MAX_DIMENSIONS = 100  # per node
 PENDING_SNIPPET_CHARS = 600  # the text shown for a search hit on a node that has no indexed passage yet
 LOCK_ATTEMPTS = 4  # calls that meet a locked database (after core.graph.db's own 30 s of retries)
+SQL_THREADS = 4  # sqliteQuery calls running at once (each stops at its deadline); more wait their turn
 
 _PROPERTY_LIMITS: dict[str, dict] = {
     "title": {"maxLength": MAX_TITLE},
@@ -278,6 +284,37 @@ class CairnTools:
     def call(self, name: str, args: Any, client: str | None = None) -> tuple[Any, list[str]]:
         """Run one tool: (JSON-able result, notes for the client). Raises ToolError with one sentence.
         `client`: the name the client gave when it connected (clientInfo.name), for the history."""
+        args, runner, refused, policy = self._runner(name, args, client)
+        self.searcher.notes = []
+        try:
+            if name == "getContext":
+                value = self._retry(lambda: self._context(runner, args.get("limit", 10), policy))
+            else:
+                value = self._retry(lambda: runner.run(name, args))
+            if name == "searchContent":
+                value = self._fill_pending_text(value)
+        except ToolError:
+            if refused:
+                raise ToolError(f"Refused: {name} would {refused[0]}, and it needs confirmed_by_user: true, sent "
+                                "only after the user approved this change. Nothing was changed.") from None
+            raise
+        return value, list(dict.fromkeys(self.searcher.notes))
+
+    def sql_job(self, args: Any, client: str | None = None) -> Callable[[threading.Event], tuple[Any, list[str]]]:
+        """sqliteQuery checked here (arguments, config, privacy) and run by the function returned, on any
+        thread: the query opens a read-only connection of its own (core.agent.readonly_sql), so the server
+        runs it beside the other calls; setting the event it is given stops the query."""
+        args, runner, _, _ = self._runner("sqliteQuery", args, client)
+
+        def job(stop: threading.Event) -> tuple[Any, list[str]]:
+            with stop_when(stop):
+                return runner.run("sqliteQuery", args), []
+
+        return job
+
+    def _runner(self, name: str, args: Any, client: str | None):
+        """(checked arguments, a ToolRunner for this one call, the changes refused for want of
+        confirmed_by_user, the privacy policy), with the config read again."""
         if name not in TOOLS:
             raise ToolError(f"There is no tool {name!r}; the tools are: {', '.join(TOOLS)}.")
         args = check_arguments(name, args)
@@ -300,21 +337,7 @@ class CairnTools:
         policy = SendPolicy.for_mcp(cfg.privacy.never_send)
         ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp",
                           local_addresses=cfg.capture.local_addresses, actor=history.mcp_client(client))
-        runner = ToolRunner(ctx, TOOLS)
-        self.searcher.notes = []
-        try:
-            if name == "getContext":
-                value = self._retry(lambda: self._context(runner, args.get("limit", 10), policy))
-            else:
-                value = self._retry(lambda: runner.run(name, args))
-            if name == "searchContent":
-                value = self._fill_pending_text(value)
-        except ToolError:
-            if refused:
-                raise ToolError(f"Refused: {name} would {refused[0]}, and it needs confirmed_by_user: true, sent "
-                                "only after the user approved this change. Nothing was changed.") from None
-            raise
-        return value, list(dict.fromkeys(self.searcher.notes))
+        return args, ToolRunner(ctx, TOOLS), refused, policy
 
     def _retry(self, fn):
         """Run fn again when it met a locked database and wrote nothing (total_changes unchanged)."""
@@ -377,6 +400,7 @@ class _Worker:
     def __init__(self):
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cairn-mcp")
         self.tools: CairnTools | None = None
+        self.sql_slots = None  # an anyio.CapacityLimiter, made on the event loop by the first sqliteQuery
 
     def open(self, db_path, **kwargs) -> None:
         def _open():
@@ -385,7 +409,24 @@ class _Worker:
         self.pool.submit(_open).result()
 
     async def call(self, name: str, args: Any, client: str | None = None):
+        if name == "sqliteQuery":
+            return await self._sql(args, client)
         return await asyncio.wrap_future(self.pool.submit(self.tools.call, name, args, client))
+
+    async def _sql(self, args: Any, client: str | None):
+        """sqliteQuery, checked on the worker and run on a thread of its own, so a slow query never holds
+        up the next call. Its deadline (core.agent.readonly_sql) ends it; a call the client cancels, or
+        leaves behind when it goes, is stopped at once."""
+        import anyio
+
+        job = await asyncio.wrap_future(self.pool.submit(self.tools.sql_job, args, client))
+        if self.sql_slots is None:
+            self.sql_slots = anyio.CapacityLimiter(SQL_THREADS)
+        stop = threading.Event()
+        try:
+            return await anyio.to_thread.run_sync(job, stop, abandon_on_cancel=True, limiter=self.sql_slots)
+        finally:
+            stop.set()  # a no-op when the query is over; else (cancelled) it is interrupted now
 
     def close(self) -> None:
         if self.tools is not None:
