@@ -49,6 +49,7 @@ from core.graph.db import is_locked
 from core.errors import CairnError, DatabaseError
 from core.graph.privacy import SendPolicy
 from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
+from core.agent.egress import Egress
 from core.agent.readonly_sql import stop_when
 from core.agent.tools import MAX_LIMIT, SCHEMAS, ToolContext, ToolError, ToolRunner, _obj, result_text
 from core.agent.tools import MAX_SOURCE_CHARS as SOURCE_CHARS_RETURNED
@@ -335,8 +336,10 @@ class CairnTools:
                             "`mcp.allow_edits = true` in Cairn's config, which only the user can set "
                             "(cairn config set mcp.allow_edits true). Nothing was changed.")
         policy = SendPolicy.for_mcp(cfg.privacy.never_send)
+        # captureUrl: the client asks its user before an open-world tool runs (core/agent/egress.py)
         ctx = ToolContext(self.store, self.searcher, policy=policy, confirm=confirm, origin="mcp",
-                          local_addresses=cfg.capture.local_addresses, actor=history.mcp_client(client))
+                          local_addresses=cfg.capture.local_addresses, actor=history.mcp_client(client),
+                          egress=Egress.for_mcp())
         return args, ToolRunner(ctx, TOOLS), refused, policy
 
     def _retry(self, fn):

@@ -93,7 +93,7 @@ SCHEMAS: dict[str, dict] = {
     },
     "sqliteQuery": {
         "description": "Run one read-only SQL SELECT on the database (tables: nodes, edges, chunks). "
-                       f"At most {MAX_SQL_ROWS} rows.",
+                       f"At most {MAX_SQL_ROWS} rows and 1 MB; stopped after 5 s.",
         "input_schema": _obj({"sql": {"type": "string"}}, ["sql"]),
     },
     "delegate": {
