@@ -240,6 +240,56 @@ async def test_model_edits_need_confirmation_and_created_nodes_are_listed(notes,
     assert [e["explanation"] for e in edges] == ["Both live in the kitchen garden."]
 
 
+async def test_a_fetch_the_user_did_not_write_is_asked_with_the_whole_address(notes, db_path, store, monkeypatch):
+    """The egress rule in the app (core/agent/egress.py): the dialog shows the whole address, query string
+    included, at 80 columns too; a no means the server hears nothing."""
+    import http.server
+    import threading
+
+    from fakes import FakeAnthropic, text, tool_call
+    from tui.screens.confirm import ConfirmScreen
+
+    hits = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            hits.append(self.path)
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    page = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=page.serve_forever, daemon=True).start()
+    secret = "d=" + "sourdough-starter-secret-" * 6 + "END"
+    url = f"http://127.0.0.1:{page.server_address[1]}/c?{secret}"
+    try:
+        with FakeAnthropic() as srv:
+            monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+            srv.script.add(tool_call("captureUrl", {"url": url}))
+            srv.script.add(text("I could not fetch it."))
+            app = RecordingApp(db_path, first_run_prompt=False)
+            async with app.run_test(size=(80, 24)) as pilot:
+                await pilot.pause()
+                app.services.config.chat.provider = "anthropic"
+                app.services.config.capture.local_addresses = True
+                await type_and_send(pilot, app, "What do I know about sourdough?")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+                shown = "".join(plain(w) for w in app.screen.query("#confirm-detail Static"))
+                assert shown == url  # whole: nothing cut, the query string included
+                assert "did not write" in plain(app.screen.query_one("#confirm-question"))
+                await pilot.press("n")
+                await wait_for(pilot, lambda: metas(app), what="the reply")
+            assert srv.errors == []
+            result = srv.requests[-1].body["messages"][-1]["content"][0]
+            assert result["is_error"] and "did not allow fetching" in result["content"]
+    finally:
+        page.shutdown()
+        page.server_close()
+    assert hits == []
+
+
 async def test_ctrl_z_moves_the_notes_the_model_created_to_the_trash(notes, db_path, store, monkeypatch):
     from fakes import FakeAnthropic, text, tool_call
 

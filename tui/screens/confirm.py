@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Static
 
@@ -36,6 +36,12 @@ class ConfirmScreen(ModalScreen[bool]):
         width: 1fr;
         margin-bottom: 1;
     }
+    ConfirmScreen #confirm-detail {
+        height: auto;
+        max-height: 12;
+        margin-bottom: 1;
+        background: $panel;
+    }
     ConfirmScreen #confirm-buttons {
         height: auto;
         align-horizontal: right;
@@ -50,9 +56,12 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "No", id="confirm_no"),
     ]
 
-    def __init__(self, question: str, *, yes: str = "Yes", no: str = "No", default: bool = False):
+    def __init__(self, question: str, *, yes: str = "Yes", no: str = "No", default: bool = False,
+                 detail: str | None = None):
+        """`detail`: text shown whole below the question, in a box that scrolls (a long web address)."""
         super().__init__()
         self.question = question
+        self.detail = detail
         self.yes_label = yes
         self.no_label = no
         self.default = default
@@ -60,6 +69,9 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-dialog"):
             yield Static(Text(printable(self.question)), id="confirm-question")
+            if self.detail is not None:
+                with VerticalScroll(id="confirm-detail"):
+                    yield Static(Text(printable(self.detail), overflow="fold"))
             with Horizontal(id="confirm-buttons"):
                 yield Button(Text(self.yes_label), id="confirm-yes", variant="warning")
                 yield Button(Text(self.no_label), id="confirm-no")

@@ -520,7 +520,8 @@ class ChatPane(Vertical):
         try:
             provider = (self.make_provider or _default_provider)(cfg)
             with Store(self.services.db_path) as store:
-                chat = Chat(store, cfg, provider, chat_id=chat_id, confirm=self._confirm_in_ui(cancel))
+                chat = Chat(store, cfg, provider, chat_id=chat_id, confirm=self._confirm_in_ui(cancel),
+                            confirm_fetch=self._confirm_fetch_in_ui(cancel))
                 self.post_message(_ChatReady(turn, chat.id, chat.agent.name, chat.provider.model))
                 if focus is not None:
                     chat.set_focus(focus)
@@ -561,33 +562,48 @@ class ChatPane(Vertical):
 
     def _confirm_in_ui(self, cancel: threading.Event) -> Callable[[str, dict], bool]:
         """A confirm callback for the model's edits: asks in a modal, from the worker thread."""
+        from tui.screens.confirm import ConfirmScreen
 
         def confirm(action: str, detail: dict) -> bool:
-            from tui.screens.confirm import ConfirmScreen
-
-            answered = threading.Event()
-            answer = [False]
-            screen_box: list = []
-
-            def done(result) -> None:
-                answer[0] = bool(result)
-                answered.set()
-
-            def ask() -> None:
-                detail_text = json.dumps(detail, ensure_ascii=False)[:600]
-                screen = ConfirmScreen(f"The model wants to {action}:\n{detail_text}\n\nAllow it?")
-                screen_box.append(screen)
-                self.app.push_screen(screen, done)
-
-            self.app.call_from_thread(ask)
-            while not answered.wait(0.1):
-                if cancel.is_set():
-                    if screen_box and screen_box[0].is_current:
-                        self.app.call_from_thread(screen_box[0].dismiss, False)
-                    return False
-            return answer[0]
+            detail_text = json.dumps(detail, ensure_ascii=False)[:600]
+            return self._ask_in_ui(cancel, lambda: ConfirmScreen(f"The model wants to {action}:\n{detail_text}\n\nAllow it?"))
 
         return confirm
+
+    def _confirm_fetch_in_ui(self, cancel: threading.Event) -> Callable[[str], bool]:
+        """The egress rule's question (core/agent/egress.py), with the whole address shown."""
+        from tui.screens.confirm import ConfirmScreen
+
+        def confirm_fetch(url: str) -> bool:
+            return self._ask_in_ui(cancel, lambda: ConfirmScreen(
+                "The model wants to fetch an address you did not write. Anything in it (its path, its query "
+                "string) goes to that server. Allow it?", detail=url))
+
+        return confirm_fetch
+
+    def _ask_in_ui(self, cancel: threading.Event, make_screen: Callable[[], "ModalScreen[bool]"]) -> bool:
+        """Push the question's modal from the worker thread and wait for its answer; a stop answers no
+        (and closes the modal)."""
+        answered = threading.Event()
+        answer = [False]
+        screen_box: list = []
+
+        def done(result) -> None:
+            answer[0] = bool(result)
+            answered.set()
+
+        def ask() -> None:
+            screen = make_screen()
+            screen_box.append(screen)
+            self.app.push_screen(screen, done)
+
+        self.app.call_from_thread(ask)
+        while not answered.wait(0.1):
+            if cancel.is_set():
+                if screen_box and screen_box[0].is_current:
+                    self.app.call_from_thread(screen_box[0].dismiss, False)
+                return False
+        return answer[0]
 
     # -- worker messages ---------------------------------------------------------------------------
     @on(_ChatReady)
