@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import InvalidInput
+from core.graph import provenance
 from core.graph.store import MAX_SOURCE, Store, title_from_text
 
 MAX_FILE_BYTES = 100_000_000  # a larger file is refused before it is read
@@ -321,12 +322,12 @@ def capture_file(store: Store, path: str | Path, *, known: dict[str, tuple[int, 
         # a title the user changed in Cairn is kept; one that came from the file follows the file
         if title or node["title"] == (old.get("capture") or {}).get("title"):
             changes["title"] = title or captured.title
-        node = store.update_node(existing[0], **changes)
+        node = store.update_node(existing[0], origin=provenance.FILE, **changes)
         known[str(p)] = (node["id"], sha)
         return FileOutcome("updated", node, captured)
     node = store.add_node(title or captured.title, captured.source, description=description,
                           link=link or p.as_uri(), event_date=event_date, dimensions=dimensions or [],
-                          type=type, metadata=meta)
+                          type=type, metadata=meta, origin=provenance.FILE)
     known[str(p)] = (node["id"], sha)
     return FileOutcome("created", node, captured)
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from core import clock
 from core.errors import CairnError
+from core.graph import provenance
 
 DEFAULT_TIMEOUT = 10.0  # seconds, for connecting and for each read
 # Seconds for the whole fetch (connecting, headers, body, every redirect), so a server that trickles bytes
@@ -586,6 +587,7 @@ def capture(store, url: str, *, again: bool = False, title: str | None = None, d
     node = store.add_node(
         title or found.title, found.text, description=description if description is not None else found.description,
         link=page.final_url, event_date=event_date or found.date, dimensions=dimensions, type=type, metadata=metadata,
+        origin=provenance.WEB,
     )
     return Captured(node, page=page, extracted=found, capture=meta)
 

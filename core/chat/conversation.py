@@ -68,6 +68,11 @@ class TurnScope:
     budget: TurnBudget
     egress: Egress
     sent: set[int]
+    reads: list[set[int]] = field(default_factory=list)  # each agent's ToolContext.touched, read as it grows
+
+    def seen(self) -> set[int]:
+        """Every node a model of this turn has been given so far, this instant."""
+        return self.sent.union(*self.reads)
 
 
 @dataclass
@@ -404,7 +409,7 @@ class Chat:
 
         scope.egress = Egress(user_texts=[*self.repo.user_texts(self.id), message],
                               ask=allowed if ask is not None else None,
-                              hidden_seen=lambda: self._never_send_among(scope.sent))
+                              hidden_seen=lambda: self._never_send_among(scope.seen()))
         return scope
 
     def _never_send_among(self, node_ids: set[int]) -> list[str]:
@@ -445,11 +450,13 @@ class Chat:
     def _tool_context(self, scope: "TurnScope", cancel: threading.Event | None) -> ToolContext:
         """What the model's tools may reach and do this turn: the send policy, the agent's tool scope,
         the user's confirmation for edits, the egress rule for fetches, delegation and skills."""
-        return ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
-                           local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
-                           confirm=self._confirm_unless_stopped(cancel), egress=scope.egress,
-                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
-                           activate_skill=self._activate_skill)
+        ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
+                          local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
+                          confirm=self._confirm_unless_stopped(cancel), egress=scope.egress,
+                          delegate=lambda agent, task: self._delegate(agent, task, cancel),
+                          activate_skill=self._activate_skill)
+        scope.reads.append(ctx.touched)
+        return ctx
 
     def _store_user_message(self, message: str, request: ContextRequest, replacing: int | None, summary,
                             reply: Reply) -> int:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from core.errors import CairnError, InvalidInput, NotFound
-from core.graph import history
+from core.graph import history, provenance
 from core.graph.store import Store
 from core.vault.parse import MAX_NOTE_BYTES, NOTE_SUFFIXES, Link, ParsedNote, Skip, cap, read_note
 from core.vault.resolve import Resolver
@@ -590,6 +590,7 @@ class VaultSync:
                     note.title, note.source, description=note.fields.get("description", ""),
                     link=note.fields.get("link"), event_date=note.fields.get("event_date"),
                     type=note.fields.get("type", "note"), dimensions=note.dims, metadata=meta,
+                    origin=provenance.VAULT,
                 )
             report.created += 1
             report.changed.append(note.rel)
@@ -597,7 +598,7 @@ class VaultSync:
         else:
             before = node
             with history.acting_as(history.import_of(note.rel)):
-                node = self.store.update_node(node["id"], **self._changes(node, note))
+                node = self.store.update_node(node["id"], origin=provenance.VAULT, **self._changes(node, note))
             # Whether the store wrote anything, told by the values: a moved updated_at missed a write in
             # the same tick of the clock as the node's last one (its millisecond stamp did not move).
             wrote = any(node.get(k) != v for k, v in before.items() if k != "updated_at")
