@@ -57,6 +57,26 @@ def test_each_writer_gives_its_origin(store):
     assert _origin(store, page["id"]) == "web"
 
 
+def test_imports_and_captures_name_their_origin(store, tmp_path):
+    from core.capture.files import capture_file
+    from core.vault.sync import import_vault
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Clipped.md").write_text("# Clipped\nA page someone clipped into the vault.\n")
+    import_vault(store, vault)
+    doc = tmp_path / "paper.txt"
+    doc.write_text("A paper's text.\n")
+    captured = capture_file(store, doc).node
+    got = {r["title"]: r["origin"] for r in store.db.execute("SELECT title, origin FROM nodes")}
+    assert got == {"Clipped": "vault", captured["title"]: "file"}
+    # a new version of the file keeps it a document's text; the user's edit too
+    doc.write_text("A paper's text, revised.\n")
+    capture_file(store, doc)
+    store.update_node(captured["id"], source="my own words now")
+    assert _origin(store, captured["id"]) == "file"
+
+
 def test_a_merge_keeps_the_least_trusted_origin(store):
     from core.graph import merge
 
