@@ -190,6 +190,16 @@ def test_show_json_shape(cli):
     assert [x["id"] for x in jrun(cmd, env, "show", b, "--db", db)["edges"]] == [edge["id"]]
 
 
+def test_show_says_where_text_from_outside_came_from(cli, tmp_path):
+    cmd, env, db = cli
+    mine = add(cmd, env, "typed by me", "--db", db)
+    doc = tmp_path / "clipping.txt"
+    doc.write_text("Someone else's words.\n")
+    theirs = add(cmd, env, str(doc), "--db", db)
+    assert "text from:" not in run(cmd, env, "show", mine, "--db", db).stdout
+    assert "text from: a captured document (PDF or text file)" in run(cmd, env, "show", theirs, "--db", db).stdout
+
+
 def test_show_missing_node(cli):
     cmd, env, db = cli
     add(cmd, env, "exists", "--db", db)

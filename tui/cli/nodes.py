@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import InvalidInput
+from core.graph import provenance
 from core.graph.store import NO_EXPLANATION
 from tui.cli.capture import add_url
 from tui.cli.common import Out, Verbs, confirm, edit_in_editor, id_arg, open_store, text_arg
@@ -75,6 +76,7 @@ def cmd_show(args, out: Out) -> int:
     with open_store(args, readonly=True) as store:
         node = store.get_node(args.id)
         edges = store.edges(args.id)
+        origin = store.origins([args.id]).get(args.id)
     if out.as_json:
         out.json({**node, "edges": edges})
         return 0
@@ -83,6 +85,8 @@ def cmd_show(args, out: Out) -> int:
     if node["dimensions"]:
         meta.append("dimensions: " + ", ".join(node["dimensions"]))
     meta.append(f"type: {node['type']}  status: {node['chunk_status']}  updated: {node['updated_at']}")
+    if not provenance.trusted(origin):  # the text is quoted material to the model (core/chat/fence.py)
+        meta.append(f"text from: {provenance.label(origin)}")
     for line in meta:
         out.text(line, style="dim")
     if node["description"]:
