@@ -20,6 +20,7 @@ from textual.widgets import ContentSwitcher, Header
 
 from core.chat.focus import Focus
 from core.graph import history
+from core.safe_text import printable
 from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
@@ -95,6 +96,11 @@ class CairnApp(App):
 
         logging.getLogger("cairn.app").error("the app stopped on an error", exc_info=error)
         super()._handle_exception(error)
+
+    def notify(self, message: str, *, title: str = "", **kwargs) -> None:
+        """Every toast (a widget's or a screen's notify comes here): its text shown, never interpreted; a
+        provider's error or a title can carry escape sequences (core/safe_text.py)."""
+        super().notify(printable(str(message)), title=printable(title), **kwargs)
 
     async def handle_key_now(self, event: events.Key) -> None:
         """A held key, handled as if it had just arrived."""
@@ -508,7 +514,7 @@ class CairnApp(App):
 
         if event.state == WorkerState.ERROR:
             self.notify(f"{event.worker.name or 'background task'} failed: {event.worker.error}", severity="error",
-                        timeout=8)
+                        timeout=8, markup=False)
 
     def _start_vault_watch(self) -> None:
         """Keep the folder named by `vault.watch` in step with the database (as `cairn watch` does),

@@ -7,6 +7,7 @@ import sys
 
 from core.agent.profiles import BUILT_IN
 from core.errors import InvalidInput
+from core.safe_text import printable
 from tui.cli.common import Out, UsageError, Verbs, add_provider_options, load_config, open_store, text_arg
 
 
@@ -173,13 +174,14 @@ def cmd_ask(args, out: Out) -> int:
                 break
             if item.type == "text":
                 streamed.append(item.text)
-                if not out.as_json:
-                    sys.stdout.write(item.text)
+                if not out.as_json:  # each delta escaped on its own is safe (core/safe_text.py)
+                    sys.stdout.write(printable(item.text))
                     sys.stdout.flush()
             elif item.type == "tool_call" and not out.as_json:
-                print(f"\n[tool] {item.tool_call.name} {item.tool_call.raw_arguments[:200]}", file=sys.stderr)
+                call = item.tool_call
+                print(printable(f"\n[tool] {call.name} {call.raw_arguments[:200]}"), file=sys.stderr)
             elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
-                print(f"\n[{item.text}]", file=sys.stderr)
+                print(printable(f"\n[{item.text}]"), file=sys.stderr)
             elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
                 print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)

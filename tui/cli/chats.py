@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import sys
+
 from core.errors import CairnError
+from core.safe_text import printable
 from tui.cli.common import Out, UsageError, Verbs, id_arg, load_config, open_store, positive_int
 
 
@@ -76,7 +79,8 @@ def cmd_chats_action(args, out: Out) -> int:
     if action == "show":
         with open_store(args, readonly=True) as store:
             text = manage.markdown(store, chat_id)
-        out.json({"chat_id": chat_id, "markdown": text}) if out.as_json else print(text, end="")
+        # The transcript holds the model's replies: shown, never interpreted (core/safe_text.py).
+        out.json({"chat_id": chat_id, "markdown": text}) if out.as_json else print(printable(text), end="")
         return 0
     if action == "export":
         with open_store(args) as store:
@@ -95,8 +99,8 @@ def cmd_chats_action(args, out: Out) -> int:
                 raise CairnError(f"{path} exists; pass --force to overwrite it.")
             path.write_text(text, encoding="utf-8")
             out.json({"chat_id": chat_id, "path": str(path)}) if out.as_json else out.text(f"Wrote {path}")
-        else:
-            print(text, end="")
+        else:  # exact into a pipe or a file; at a terminal, shown like `show`
+            print(printable(text) if sys.stdout.isatty() else text, end="")
         return 0
     with open_store(args) as store:
         if action == "rename":

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from core.config import PROVIDERS
 from core.errors import CairnError, InvalidInput
+from core.safe_text import printable
 
 MAX_STDIN_BYTES = 10_000_000
 
@@ -51,8 +52,6 @@ class Out:
 
     def text(self, *parts, style: str | None = None) -> None:
         from rich.text import Text
-
-        from core.safe_text import printable
 
         line = Text()
         for part in parts:
@@ -216,7 +215,7 @@ def load_config(args):
 
     cfg = config_module.load()
     for warning in cfg.warnings:
-        print(f"cairn: warning: {warning}", file=sys.stderr)
+        print(f"cairn: warning: {printable(warning)}", file=sys.stderr)
     if getattr(args, "provider", None):
         cfg.chat.provider = args.provider
     if getattr(args, "model", None):
@@ -235,7 +234,7 @@ def confirm(args, question: str) -> None:
     if not sys.stdin.isatty():
         raise CairnError(f"{question} Pass --yes to confirm when not at a terminal.")
     try:
-        answer = input(f"{question} [y/N] ").strip().lower()
+        answer = input(f"{printable(question)} [y/N] ").strip().lower()
     except EOFError:  # Ctrl-D at the prompt: a no, not an "unexpected error"
         print(file=sys.stderr)
         answer = ""

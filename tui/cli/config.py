@@ -7,6 +7,7 @@ import json
 import sys
 
 from core.errors import InvalidInput
+from core.safe_text import printable
 from tui.cli.common import Out, UsageError, Verbs
 
 
@@ -27,7 +28,7 @@ def cmd_config(args, out: Out) -> int:
             out.text(f"Set {args.key} in {path}")
     cfg = config_module.load()
     for warning in cfg.warnings:
-        print(f"cairn: warning: {warning}", file=sys.stderr)
+        print(f"cairn: warning: {printable(warning)}", file=sys.stderr)
     rows = config_module.origins(cfg.path)
     if out.as_json:
         out.json([{"key": r.key, "value": r.value, "origin": r.origin} for r in rows])

@@ -14,6 +14,7 @@ import sys
 from typing import Sequence
 
 from core.errors import CairnError
+from core.safe_text import printable
 from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, merge, nodes, ops,
                      retire, search, skills, vault, workflows)
 from tui.cli.common import Out, UsageError, Verbs, path_arg
@@ -81,13 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         if debug:
             raise
-        print(f"cairn: {exc}", file=sys.stderr)
+        print(f"cairn: {printable(str(exc))}", file=sys.stderr)
         return 2
     except CairnError as exc:
         log.warning("cairn %s: %s: %s", verb, type(exc).__name__, exc)
         if debug:
             raise
-        print(f"cairn: {exc}", file=sys.stderr)
+        print(f"cairn: {printable(str(exc))}", file=sys.stderr)  # a provider's error can carry server text
         return 1
     except KeyboardInterrupt:
         print("cairn: interrupted; committed work is kept (run the command again to resume).", file=sys.stderr)
@@ -98,6 +99,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("cairn %s: unexpected error", verb, exc_info=exc)
         if debug:
             raise
-        print(f"cairn: unexpected error: {type(exc).__name__}: {exc} (the traceback is in "
+        print(f"cairn: unexpected error: {type(exc).__name__}: {printable(str(exc))} (the traceback is in "
               f"{logfile.log_path()}; --debug shows it here)", file=sys.stderr)
         return 1

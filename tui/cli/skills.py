@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 from core.errors import CairnError, InvalidInput
+from core.safe_text import printable
 from tui.cli.common import Out, UsageError, Verbs, decode, edit_in_editor, editor
 
 
 def _warn(catalog) -> None:
     for warning in catalog.warnings:
-        print(f"cairn: warning: {warning}", file=sys.stderr)
+        print(f"cairn: warning: {printable(warning)}", file=sys.stderr)
 
 
 def _origin(skill) -> str:

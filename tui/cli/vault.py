@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from core.errors import InvalidInput
+from core.safe_text import printable
 from tui.cli.common import LazyProgress, Out, Verbs, load_config, open_store, path_arg, plural
 
 LIST_CAP = 20  # lines of a list (skipped files, unresolved links) shown before "... and N more"
@@ -225,7 +226,7 @@ def cmd_watch(args, out: Out) -> int:
             _index_after(args, out, store, state)
 
         def error(exc) -> None:
-            print(f"cairn: {exc}", file=sys.stderr)
+            print(f"cairn: {printable(str(exc))}", file=sys.stderr)
 
         try:
             watch(store, folder, None, changed, on_ready=ready, on_error=error, progress=bar)

@@ -199,7 +199,7 @@ class ChatListScreen(ModalScreen[int | None]):
             return
         box = self.query_one("#chat-list-rename", Input)
         self.renaming = chat["id"]
-        box.value = chat["title"] or ""
+        box.value = printable(chat["title"] or "")  # an Input draws control characters raw: shown escaped
         box.border_title = f"Rename chat #{chat['id']} — enter saves, escape cancels"
         box.display = True
         box.focus()

@@ -170,8 +170,9 @@ class DistilReviewScreen(ReviewScreen):
         title = self.query_one("#distil-edit-title", Input)
         editor = self.query_one("#distil-editor", TextArea)
         title.display = p.kind == "addition"
-        title.value = p.title if p.kind == "addition" else ""
-        editor.text = p.source if p.kind == "addition" else p.changes.get(p.edit_field, "")
+        # The model's text, escaped: an Input or a TextArea draws control characters raw (core/safe_text.py).
+        title.value = printable(p.title) if p.kind == "addition" else ""
+        editor.text = printable(p.source if p.kind == "addition" else p.changes.get(p.edit_field, ""))
         editor.display = True
         self.query_one("#distil-proposals").display = False
         self.query_one("#distil-detail-scroll").display = False

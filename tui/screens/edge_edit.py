@@ -78,7 +78,8 @@ class EdgeEditModal(ModalScreen[dict | None]):
             heading.append(printable(str(edge.get("to_title") or edge["to_node_id"])), style="bold")
             yield Static(heading, id="edge-edit-heading")
             yield Label("Why are they connected?")
-            yield Input(edge.get("explanation") or "", id="edge-edit-explanation",
+            # escaped: an explanation can be the model's, and an Input draws control characters raw
+            yield Input(printable(edge.get("explanation") or ""), id="edge-edit-explanation",
                         placeholder="e.g. “X was written by Y” (enter saves)")
             yield Static(id="edge-edit-error")
             with Horizontal(id="edge-edit-buttons"):

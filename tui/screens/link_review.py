@@ -135,7 +135,7 @@ class LinkReviewScreen(ReviewScreen):
     # -- editing an explanation --------------------------------------------------------------------
     def _open_editor(self, index: int) -> tuple[str, str]:
         field = self.query_one("#links-edit", Input)
-        field.value = self.proposals[index].explanation
+        field.value = printable(self.proposals[index].explanation)  # the model's draft: an Input draws controls raw
         field.display = True
         field.focus()
         return printable(f"Explain the link to “{self.proposals[index].target_title}”"), self.EDIT_HINT
