@@ -9,8 +9,12 @@
         ...                                                  # ... then the default "ok" reply
         srv.requests[-1].usage, srv.requests[-1].cache
 
+    srv.responder = lambda body: text(f"{len(body['messages'])} messages")  # replies computed per request
+    srv.responder = ObedientModel()                          # a model that obeys injected instructions
+
 See ``_base`` (script actions and faults), ``anthropic_server`` / ``openai_server`` (wire formats
-and cache simulations) and ``tokens`` (token estimate and canonical block serialisation).
+and cache simulations), ``obedient`` (the obedient model and its marker syntax) and ``tokens`` (token
+estimate and canonical block serialisation).
 """
 
 from ._base import (
@@ -41,13 +45,18 @@ from ._base import (
     tool_call,
     unauthorized,
 )
+from ._base import Responder, as_reply
 from .anthropic_server import FakeAnthropic, min_cacheable_tokens
+from .obedient import ObedientModel
 from .openai_server import FakeOpenAI
 from . import tokens
 
 __all__ = [
     "FakeAnthropic",
     "FakeOpenAI",
+    "ObedientModel",
+    "Responder",
+    "as_reply",
     "min_cacheable_tokens",
     "tokens",
     "text",

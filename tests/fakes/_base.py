@@ -9,6 +9,11 @@ A *reply* is a list of *actions*, served in answer to one request:
 ``srv.script`` is a FIFO of replies; each request pops one; when it is empty the server answers
 ``srv.default_reply`` (a short "ok" text). Queue a fault then nothing to have it happen once and
 succeed on the retry.
+
+A reply can also be computed from the request: ``srv.responder = fn`` (the parsed request body →
+a list of actions, one action or a string; None falls back to the script) answers every request while
+it is set, and a queued reply may be one callable (``srv.script.add(fn)``) answering the request that
+pops it. ``fakes.obedient.ObedientModel`` is such a callable: a model that obeys injected instructions.
 """
 
 from __future__ import annotations
@@ -108,6 +113,17 @@ class Slow:
 
 
 Action = Text | ToolCall | StopReason | HttpError | CutAfter | MalformedSSE | StreamError | Slow
+_ACTION_TYPES = (Text, ToolCall, StopReason, HttpError, CutAfter, MalformedSSE, StreamError, Slow)
+
+# A reply computed from the request: the parsed body (None when not JSON) → actions (a list, one action,
+# or a string for ``text(s)``); None: no answer of its own (the script, then the default reply, answers).
+Responder = Callable[[Any], "list[Action] | Action | str | None"]
+
+
+def as_reply(value: "list[Action] | Action | str") -> list[Action]:
+    """A responder's answer as a reply: a list of actions (a bare string is ``text(s)``)."""
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    return [text(a) if isinstance(a, str) else a for a in items]
 
 
 def _split(s: str, n: int) -> tuple[str, ...]:
@@ -276,13 +292,19 @@ class Script:
     """Thread-safe FIFO of scripted replies."""
 
     def __init__(self) -> None:
-        self._q: deque[list[Action]] = deque()
+        self._q: deque[list[Action] | Responder] = deque()
         self._lock = threading.Lock()
 
-    def add(self, *actions: Action | str, times: int = 1) -> "Script":
-        """Queue one reply made of ``actions`` (a bare string is ``text(s)``), ``times`` times."""
+    def add(self, *actions: Action | str | Responder, times: int = 1) -> "Script":
+        """Queue one reply made of ``actions`` (a bare string is ``text(s)``), ``times`` times. A single
+        callable is a reply computed from the request that pops it (see ``Responder``)."""
         if len(actions) == 1 and isinstance(actions[0], (list, tuple)):
             actions = tuple(actions[0])
+        if len(actions) == 1 and callable(actions[0]) and not isinstance(actions[0], _ACTION_TYPES):
+            with self._lock:
+                for _ in range(times):
+                    self._q.append(actions[0])
+            return self
         reply = [text(a) if isinstance(a, str) else a for a in actions]
         Plan.from_reply(reply)  # raises TypeError now rather than inside the server thread
         with self._lock:
@@ -298,7 +320,7 @@ class Script:
             self.add(*(r if isinstance(r, (list, tuple)) else [r]))
         return self
 
-    def pop(self) -> list[Action] | None:
+    def pop(self) -> list[Action] | Responder | None:
         with self._lock:
             return self._q.popleft() if self._q else None
 
@@ -537,6 +559,8 @@ class FakeServerBase:
         self.api_key = api_key
         self.default_reply = default_reply if default_reply is not None else [text("ok")]
         self.script = Script()
+        # Set: every request is answered by responder(parsed body), in place of the script (see Responder).
+        self.responder: Responder | None = None
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []  # tracebacks of exceptions raised inside the fake's handlers
         self.probes: list[RecordedRequest] = []  # GETs of native endpoints (native_answer), not in requests
@@ -607,9 +631,24 @@ class FakeServerBase:
             self.script.clear()
             self._reset_cache()
 
-    def _next_reply(self) -> list[Action]:
+    def _next_reply(self, body: Any = None) -> list[Action]:
+        """The reply to a request with this parsed body: the responder's, else the script's next (a
+        queued callable is called with the body), else the default reply."""
+        responder = self.responder
+        if responder is not None:
+            answer = responder(body)
+            if answer is not None:
+                return self._checked(as_reply(answer))
         reply = self.script.pop()
+        if reply is not None and not isinstance(reply, list):
+            answer = reply(body)
+            reply = None if answer is None else self._checked(as_reply(answer))
         return list(self.default_reply) if reply is None else reply
+
+    @staticmethod
+    def _checked(reply: list[Action]) -> list[Action]:
+        Plan.from_reply(reply)  # a responder's bad action fails here, kept in srv.errors
+        return reply
 
     def _reset_cache(self) -> None:  # overridden
         pass

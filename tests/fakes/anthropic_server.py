@@ -387,7 +387,7 @@ class FakeAnthropic(FakeServerBase):
         if path == "/v1/messages/count_tokens":
             return ex.send_json(200, {"input_tokens": sum(b.tokens for b in blocks)})
 
-        reply = self._next_reply()
+        reply = self._next_reply(body)
         ex.rec.reply = reply
         plan = Plan.from_reply(reply)
         ex.sleep(plan.delay_headers)

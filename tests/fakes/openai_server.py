@@ -280,7 +280,7 @@ class FakeOpenAI(FakeServerBase):
             output_limit = body.get("max_tokens")
             retention = None
 
-        reply = self._next_reply()
+        reply = self._next_reply(body)
         ex.rec.reply = reply
         plan = Plan.from_reply(reply)
         ex.sleep(plan.delay_headers)
