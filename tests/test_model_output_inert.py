@@ -256,3 +256,14 @@ def test_the_app_in_a_terminal_writes_no_sequence_of_a_hostile_reply(tmp_path, c
         drawn = re.sub(r"\x1b\]22;[a-z-]*\x07", "", written)  # the mouse pointer's shape (OSC 22) is Textual's
         assert_inert(drawn, "the app's terminal output")
     assert "ZXZpbA==" in written and "queryNodes" in written  # the reply and the tool line were drawn
+
+
+def test_a_hostile_file_name_is_printed_inert(cli, tmp_path):
+    """A folder anyone could have filled: its file names reach the import's progress lines."""
+    run, _, _ = cli
+    folder = tmp_path / "drop"
+    folder.mkdir()
+    (folder / "a\x1b]52;c;ZXZpbA==\x07.txt").write_text("a note\n")
+    code, out, err = run("import", folder)
+    assert code == 0 and SHOWN.encode() in err
+    assert_no_controls(out + err, "cairn import")

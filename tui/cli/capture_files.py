@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from core.safe_text import printable
 from tui.cli.common import LazyProgress, Out, open_store, plural
 
 LIST_CAP = 20
@@ -60,8 +61,9 @@ def add_file(args, out: Out) -> int:
 
 
 def _note(text: str) -> None:
-    """A line about the capture on stderr, so stdout stays the node's id (or its JSON)."""
-    print(text, file=sys.stderr)
+    """A line about the capture on stderr, so stdout stays the node's id (or its JSON); a file's name
+    is anyone's text, so control characters are shown, never sent to the terminal (core/safe_text.py)."""
+    print(printable(text), file=sys.stderr)
 
 
 # -- progress --------------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ def import_folder_files(out: Out, store, folder: Path, *, interactive: bool | No
         def on_file(rel: str, status: str, detail: str) -> None:
             n, total = seen["done"] + 1, seen["total"]  # progress(done) follows on_file
             what = f"skipped: {detail}" if status == "skipped" else f"{status}, {detail}" if detail else status
-            print(f"{rel}: {what} · {line.text(n, total)}", file=sys.stderr, flush=True)
+            print(printable(f"{rel}: {what} · {line.text(n, total)}"), file=sys.stderr, flush=True)
 
         report = capture_folder(store, folder, progress, on_file=on_file)
     return report
