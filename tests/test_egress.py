@@ -183,3 +183,51 @@ def test_a_local_model_that_saw_a_never_send_note_fetches_nothing_else(store, se
     anth.script.add(text("saved"))
     send(chat, f"save {server.url}/article")
     assert server.hits == ["/article"]
+
+
+# -- at a terminal -------------------------------------------------------------------------------------
+def _ask_at_a_terminal(cairn_cmd, env, message: str, answer: str) -> str:
+    """`cairn ask` with a terminal on stdin (a pty), answering the fetch question with `answer`."""
+    import os
+    import pty
+    import subprocess
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*cairn_cmd, "ask", message, "--provider", "anthropic"], env=env, stdin=slave,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    answered = False
+    os.set_blocking(proc.stdout.fileno(), False)
+    while proc.poll() is None and time.monotonic() < deadline:
+        chunk = proc.stdout.read() or b""
+        out += chunk
+        if not answered and b"Allow? [y/N]" in out:
+            os.write(master, answer.encode() + b"\n")
+            answered = True
+        time.sleep(0.05)
+    out += proc.stdout.read() or b""
+    os.close(master)
+    if proc.poll() is None:
+        proc.kill()
+    assert answered, out.decode("utf-8", "replace")
+    return out.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("answer", ["n", "y"])
+def test_cairn_ask_at_a_terminal_shows_the_whole_address_and_asks(answer, cairn_cmd, cli_env, server):
+    from attack_support import NO_PRIVACY_CONFIG, fake_env, write_config
+    from fakes import FakeAnthropic
+
+    from pathlib import Path as P
+
+    write_config(P(cli_env["CAIRN_HOME"]), NO_PRIVACY_CONFIG)
+    url = server.url + "/c?d=" + "the-whole-query-string-" * 5 + "END"
+    with FakeAnthropic() as srv:
+        srv.script.add(tool_call("captureUrl", {"url": url}))
+        srv.script.add(text("done"))
+        out = _ask_at_a_terminal(cairn_cmd, fake_env(cli_env, "anthropic", srv), "hello", answer)
+    assert "fetch an address you did not write:\n  " + url in out.replace("\r\n", "\n")
+    assert server.hits == ([] if answer == "n" else [url[len(server.url):]])

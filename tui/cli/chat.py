@@ -121,15 +121,28 @@ def cmd_ask(args, out: Out) -> int:
         if not sys.stdin.isatty():
             return False
         try:
-            answer = input(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]} [y/N] ")
+            answer = input(printable(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]}")
+                           + " [y/N] ")
         except EOFError:  # Ctrl-D: a no
             return False
         return answer.strip().lower() in ("y", "yes")
 
+    def confirm_fetch(url: str) -> bool:
+        """The egress rule's question (core/agent/egress.py): the whole address, query string included."""
+        try:
+            answer = input(f"\nThe model wants to fetch an address you did not write:\n  {printable(url)}\n"
+                           "Anything in it (the path, the query string) goes to that server. Allow? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    # --yes covers edits only; a fetch the user did not write needs --allow-fetch, or a terminal to ask at.
+    fetch = (lambda url: True) if args.allow_fetch else (confirm_fetch if sys.stdin.isatty() else None)
+
     with open_store(args) as store:
         for node_id in focus.ordered:
             store.get_node(node_id)  # a clear error for an unknown id, before a chat row is made
-        chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm)
+        chat = Chat(store, cfg, provider, chat_id=args.chat, confirm=confirm, confirm_fetch=fetch)
         chat.set_focus(focus)
         if message is None:  # --again alone: the same message, a new reply
             last = chat.last_message()
@@ -146,7 +159,7 @@ def cmd_ask(args, out: Out) -> int:
             # SQLite connections belong to one thread: the worker opens its own.
             with Store(store.path) as own:
                 try:
-                    worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm)
+                    worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm, confirm_fetch=fetch)
                     worker_chat.set_focus(_focus(args))
                     for event in worker_chat.send(message, cancel, again=args.again):
                         events.put(event)
@@ -249,4 +262,8 @@ def register(verbs: Verbs) -> None:
                 "`cairn config set chat.provider anthropic` (or openai) and set $ANTHROPIC_API_KEY / $OPENAI_API_KEY, "
                 "or pass --provider for one question; an OpenAI-compatible server (Ollama ...) also needs "
                 "`cairn config set chat.base_url URL`.")
-    p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking")
+    p.add_argument("--yes", "-y", action="store_true", help="confirm the model's edits without asking (not its fetches: "
+                   "see --allow-fetch)")
+    p.add_argument("--allow-fetch", action="store_true", help="let the model fetch web addresses you did not write "
+                   "in the chat without asking (what an address holds is sent to its server; without a terminal and "
+                   "without this flag such fetches are refused)")
