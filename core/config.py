@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, get_type_hints
 
 from core.errors import CairnError
-from core.paths import config_path
+from core.paths import config_path, private_folder
 
 PROVIDERS = ("offline", "anthropic", "openai")
 KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -440,7 +440,7 @@ def write_default(path: Path | None = None) -> Path:
     path = Path(path) if path else config_path()
     if path.exists():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)  # with $CAIRN_HOME this is the database's folder too
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(template())
@@ -471,12 +471,15 @@ def _setting_type(where: str, dotted: str) -> Any:
     return known[parts[1]][0]
 
 
-def _from_text(text: str, hint: Any) -> Any:
+def _from_text(text: str, hint: Any, where: str = "", dotted: str = "") -> Any:
     """Text from a command line as the setting's type; text that does not parse stays text, so
-    validation names the type it should have been."""
+    validation names the type it should have been. A list is a TOML or JSON array (`["a", "b"]`) or
+    comma-separated (`a,b`); text in brackets that is no array is refused, never kept as one item."""
     if hint is bool and text.lower() in ("true", "false"):
         return text.lower() == "true"
     if hint == list[str]:
+        if text.strip().startswith("["):
+            return _array(text, where, dotted)
         return [v.strip() for v in text.split(",") if v.strip()]
     for kind in (int, float):
         if hint is kind:
@@ -485,6 +488,16 @@ def _from_text(text: str, hint: Any) -> Any:
             except ValueError:
                 return text
     return text
+
+
+def _array(text: str, where: str, dotted: str) -> list:
+    """`["a", "b"]` read as a TOML array (which takes JSON's arrays of strings too, and 'single quotes')."""
+    try:
+        return tomllib.loads(f"value = {text.strip()}")["value"]
+    except tomllib.TOMLDecodeError:
+        pass
+    raise ConfigError(f"{where}: `{dotted}` is {text!r}, which looks like a list but does not parse; write it as "
+                      '["a", "b"] (quoted, comma-separated) or as a,b. Nothing was changed.')
 
 
 def set_value(dotted: str, value: Any, path: Path | None = None) -> Path:
@@ -505,7 +518,8 @@ def set_values(values: dict[str, Any], path: Path | None = None) -> Path:
             hint = _setting_type(str(path), dotted)  # before write_default: an unknown key creates no file
         except ConfigError as exc:
             raise ConfigError(f"{exc} Nothing was changed.") from None
-        typed[dotted] = _from_text(value, hint) if isinstance(value, str) and hint is not str else value
+        typed[dotted] = _from_text(value, hint, str(path), dotted) if isinstance(value, str) and hint is not str \
+            else value
     path = write_default(path)
     doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     for dotted, value in typed.items():

@@ -19,3 +19,18 @@ class DatabaseError(CairnError):
 
 class EmbedderError(CairnError):
     pass
+
+
+def disk_full_message(where: object = None) -> str:
+    """The one sentence for a full disk (SQLite's SQLITE_FULL, or ENOSPC from a file write)."""
+    place = f"The disk holding {where}" if where else "The disk"
+    return f"{place} is full, so nothing was changed or saved; free some space and try again."
+
+
+def disk_full(exc: BaseException) -> CairnError | None:
+    """A full disk (ENOSPC, or a quota: EDQUOT) raised as an OSError, as the error a user reads; else None."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return CairnError(disk_full_message(exc.filename))
+    return None

@@ -60,7 +60,7 @@ class _LogFile(logging.FileHandler):
 
     def _open(self):
         path = Path(self.baseFilename)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # with $CAIRN_HOME: the database's folder
         rotate_if_large(path)
         return super()._open()
 
@@ -103,7 +103,7 @@ def writable() -> str | None:
     """None if the log file can be appended to, else why not."""
     path = log_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # with $CAIRN_HOME: the database's folder
         with open(path, "a", encoding="utf-8"):
             pass
     except OSError as exc:

@@ -513,7 +513,10 @@ class CairnApp(App):
         from textual.worker import WorkerState
 
         if event.state == WorkerState.ERROR:
-            self.notify(f"{event.worker.name or 'background task'} failed: {event.worker.error}", severity="error",
+            from core.errors import disk_full
+
+            error = disk_full(event.worker.error) or event.worker.error  # ENOSPC: the sentence, not errno 28
+            self.notify(f"{event.worker.name or 'background task'} failed: {error}", severity="error",
                         timeout=8, markup=False)
 
     def _start_vault_watch(self) -> None:

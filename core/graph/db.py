@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import threading
 import time
 from pathlib import Path
 from typing import Iterator
 
-from core.errors import DatabaseError
+from core import paths
+from core.errors import DatabaseError, disk_full_message
 from core.graph.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_WAIT_SECONDS = 30  # how long Database.transaction keeps retrying BEGIN IMMEDIATE on a locked database
+# SQLite reports a disk too full to grow the -shm or -wal as "disk I/O error", not SQLITE_FULL: with
+# less free space than this where the database lives, that error is called a full disk.
+LOW_SPACE_BYTES = 16 * 1024 * 1024
 
 
 def _driver():
@@ -73,9 +78,13 @@ class Database:
         self.readonly = readonly
         if not readonly:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                paths.private_folder(self.path.parent)
             except OSError as exc:
-                raise DatabaseError(f"Cannot create the folder for the database {self.path}: {exc.strerror}.") from exc
+                raise _os_error(exc, self.path, f"Cannot create the folder for the database {self.path}") from exc
+            try:
+                paths.create_private_file(self.path)  # before SQLite opens it: its -wal/-shm take this mode
+            except OSError as exc:
+                raise _os_error(exc, self.path, f"Cannot create the database {self.path}") from exc
         elif not self.path.exists():
             raise DatabaseError(f"No database at {self.path}.")
         try:
@@ -87,6 +96,8 @@ class Database:
                 self.conn = sqlite.connect(str(self.path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000,
                                            check_same_thread=not shared)
         except OperationalError as exc:
+            if _out_of_space(exc, self.path):
+                raise DatabaseError(disk_full_message(self.path)) from exc
             raise DatabaseError(f"Cannot open the database {self.path}: {exc}.") from exc
         self.conn.row_factory = sqlite.Row
         self.owner = threading.get_ident()
@@ -111,6 +122,8 @@ class Database:
                 if "readonly" in str(exc).lower():  # e.g. a read-only folder: no -wal/-shm can be made
                     raise DatabaseError(f"The database {self.path} is read-only (check the permissions of the file "
                                         "and its folder); nothing was changed.") from exc
+                if _out_of_space(exc, self.path):  # the -shm or -wal could not be made or grown
+                    raise DatabaseError(disk_full_message(self.path)) from exc
                 raise DatabaseError(f"Cannot open {self.path} for writing: {exc}.") from exc
             if str(mode).lower() != "wal":
                 raise DatabaseError(f"{self.path}: could not switch the database to WAL mode (got {mode}).")
@@ -121,21 +134,31 @@ class Database:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
     def _migrate(self) -> None:
+        """Bring the schema up to date, one version per transaction. Several processes may open a new
+        or older database at once (two first commands): each version is applied under the write lock
+        (BEGIN IMMEDIATE waits for it) after reading the version again, so only one process applies it."""
         latest = len(MIGRATIONS)
         current = self.user_version
-        if current > latest:
-            raise DatabaseError(
-                f"{self.path} was written by a newer Cairn (schema {current}, this one knows {latest}). Upgrade Cairn."
-            )
+        self._refuse_newer(current, latest)
         if current == latest:
             return
         if current > 0:
             self.backup(self.path.with_name(f"{self.path.name}.before-v{latest}.bak"))
-        for version in range(current + 1, latest + 1):
+        while True:
             with self.transaction():
-                for statement in MIGRATIONS[version - 1]:
+                current = self.user_version  # under the lock: another process may have migrated meanwhile
+                self._refuse_newer(current, latest)
+                if current == latest:
+                    return
+                for statement in MIGRATIONS[current]:
                     self.conn.execute(statement)
-                self.conn.execute(f"PRAGMA user_version = {version}")
+                self.conn.execute(f"PRAGMA user_version = {current + 1}")
+
+    def _refuse_newer(self, current: int, latest: int) -> None:
+        if current > latest:
+            raise DatabaseError(
+                f"{self.path} was written by a newer Cairn (schema {current}, this one knows {latest}). Upgrade Cairn."
+            )
 
     # -- use ---------------------------------------------------------------
     @contextlib.contextmanager
@@ -179,21 +202,56 @@ class Database:
             raise _translate(exc, self.path) from exc
 
     def backup(self, target: Path) -> Path:
-        """A consistent copy through SQLite's online backup API (safe while others write)."""
+        """A consistent copy through SQLite's online backup API (safe while others write), readable by
+        the user only (0600) as the database is. It copies pages without reading them as tables, so it
+        also copies a damaged database as it is."""
         target = Path(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".partial")
-        dest = sqlite.connect(str(tmp))
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.partial")  # two processes may back up at once
         try:
-            self.conn.backup(dest)
-        finally:
-            dest.close()
-        shutil.move(str(tmp), str(target))
+            paths.private_folder(target.parent)
+            tmp.unlink(missing_ok=True)
+            paths.create_private_file(tmp)
+        except OSError as exc:
+            raise _os_error(exc, target, f"Cannot write the backup {target}") from exc
+        try:
+            dest = sqlite.connect(str(tmp))
+            try:
+                self.conn.backup(dest)
+            finally:
+                dest.close()
+            shutil.move(str(tmp), str(target))
+        except OperationalError as exc:
+            tmp.unlink(missing_ok=True)
+            raise _translate(exc, target) from exc
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise _os_error(exc, target, f"Cannot write the backup {target}") from exc
         return target
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.conn.close()
+
+
+def _out_of_space(exc: Exception, path: Path) -> bool:
+    """SQLITE_FULL, or an I/O error where the disk has (almost) no space left."""
+    text = str(exc).lower()
+    if "disk is full" in text:
+        return True
+    if "disk i/o error" not in text:
+        return False
+    try:
+        return shutil.disk_usage(path.parent).free < LOW_SPACE_BYTES
+    except OSError:
+        return False
+
+
+def _os_error(exc: OSError, path: Path, doing: str) -> DatabaseError:
+    import errno
+
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return DatabaseError(disk_full_message(path))
+    return DatabaseError(f"{doing}: {exc.strerror or exc}.")
 
 
 def _translate(exc: Exception, path: Path) -> Exception:
@@ -202,8 +260,8 @@ def _translate(exc: Exception, path: Path) -> Exception:
         return DatabaseError(f"The database {path} stayed locked by another process for too long; try again.")
     if "readonly" in text or "read-only" in text:
         return DatabaseError(f"The database {path} is read-only; nothing was changed.")
-    if "disk is full" in text or "full" in text:
-        return DatabaseError(f"The disk holding {path} is full; nothing was changed.")
+    if "full" in text or _out_of_space(exc, path):
+        return DatabaseError(disk_full_message(path))
     if "malformed" in text or "not a database" in text:
         return DatabaseError(f"{path} is damaged or not a Cairn database ({exc}); run `cairn doctor`.")
     return DatabaseError(f"Database error on {path}: {exc}.")

@@ -54,4 +54,4 @@ def register(verbs: Verbs) -> None:
     p = verbs.add("config", cmd_config, "show each setting, its value and where it comes from, or `config set KEY VALUE`")
     p.add_argument("action", nargs="?", choices=["show", "set"], default="show", help="show (default) or set")
     p.add_argument("key", nargs="?", help="set: a setting such as chat.provider or privacy.never_send")
-    p.add_argument("value", nargs="?", help="set: its value (true/false; never_send takes a,b,c)")
+    p.add_argument("value", nargs="?", help='set: its value (true/false; a list as a,b,c or ["a", "b"])')

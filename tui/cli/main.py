@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Sequence
 
-from core.errors import CairnError
+from core.errors import CairnError, disk_full
 from core.safe_text import printable
 from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, merge, nodes, ops,
                      retire, search, skills, vault, workflows)
@@ -96,6 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last line of defence: a sentence, not a traceback
+        full = disk_full(exc)  # ENOSPC from a file write: the same sentence as SQLite's full disk
+        if full is not None:
+            log.warning("cairn %s: %s", verb, exc)
+            if debug:
+                raise
+            print(f"cairn: {full}", file=sys.stderr)
+            return 1
         log.error("cairn %s: unexpected error", verb, exc_info=exc)
         if debug:
             raise
