@@ -77,12 +77,19 @@ class ChatSettings:
     local_context_window: int = setting(0, "tokens of context a model on a local server holds (what Ollama, "
                                            "llama.cpp or LM Studio was started with); 0: 4,096, Ollama's default",
                                         _zero_or_more)
-    max_usd_per_day: float = setting(0.0, "USD the chat's requests may cost in a UTC day (stored usage, priced by "
-                                          "the model table); a request that would pass it is not sent (0 = no cap)",
+    # Not 0 by default: a turn is bounded (max_requests_per_turn), but a script or a loop of messages is
+    # not, and $10 is more than a day of heavy use at the default model's prices (issue 22).
+    max_usd_per_day: float = setting(10.0, "USD the chat's requests may cost in a UTC day (stored usage, priced by "
+                                           "the model table); a request that would pass it is not sent (0 = no cap)",
                                      _between(0, 1_000_000, "USD"))
     max_usd_per_chat: float = setting(0.0, "USD one chat's requests may cost in all (its delegates and side requests "
                                            "included); a request that would pass it is not sent (0 = no cap)",
                                       _between(0, 1_000_000, "USD"))
+    max_requests_per_turn: int = setting(40, "model requests one message of yours may cause in all (tool steps and "
+                                             "every delegated agent's included); the turn stops there",
+                                         _between(1, 10_000, "requests"))
+    max_tool_calls_per_turn: int = setting(100, "tool calls one message of yours may cause in all (delegated agents' "
+                                                "included); the turn stops there", _between(1, 10_000, "tool calls"))
 
 
 @dataclass
