@@ -62,6 +62,7 @@ class _LogFile(logging.FileHandler):
         path = Path(self.baseFilename)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # with $CAIRN_HOME: the database's folder
         rotate_if_large(path)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # a new log is the user's only: it names notes
         return super()._open()
 
     def emit(self, record: logging.LogRecord) -> None:

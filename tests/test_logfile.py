@@ -31,6 +31,7 @@ def test_a_failed_verb_is_logged_with_its_error_and_doctor_names_the_file(cairn_
     assert missing.returncode == 1
     log = (home / "cairn.log").read_text(encoding="utf-8")
     assert "cairn.cli WARNING cairn show: NotFound:" in log and "999" in log
+    assert (home / "cairn.log").stat().st_mode & 0o077 == 0  # it names notes: readable by the user only
 
     doctor = run(cairn_cmd, cli_env, "doctor", "--json")
     found = {f["check"]: f for f in json.loads(doctor.stdout)["findings"]}
