@@ -74,8 +74,8 @@ def test_a_long_history_is_summarised_to_fit(store, searcher, local):
 
     chat = new_chat(store, local_provider(local), searcher, agent="easy")
     for i in range(10):  # ~3,000 tokens of history: under the summary threshold, over a 4,096 window
-        chat._insert("user", [{"type": "text", "text": f"Question {i}: " + words(600, f"q{i}x")}])
-        chat._insert("assistant", [{"type": "text", "text": f"Answer {i}: " + words(600, f"a{i}x")}])
+        chat._insert("user", [{"type": "text", "text": f"Question {i}: " + words(540, f"q{i}x")}])
+        chat._insert("assistant", [{"type": "text", "text": f"Answer {i}: " + words(540, f"a{i}x")}])
     local.script.add(text("## Decisions\nnone\n## Open questions\nnone"))  # the summary request
     local.script.add(text("Continuing."))
     events = send(chat, "What did we decide?")
