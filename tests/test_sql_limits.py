@@ -98,7 +98,7 @@ def test_a_single_value_past_the_byte_limit_is_refused(sql_db):
     assert "passed 1 MB" in message and "fewer columns" in message and "\n" not in message
 
 
-HUGE_VALUE = """
+HUGE_VALUE = r"""
 import json, re, sys
 from core.agent.readonly_sql import QueryRefused, run_readonly
 try:
