@@ -156,3 +156,21 @@ def test_damaged_vectors_send_every_node_back_to_be_indexed(store, db_path, embe
         assert {r["id"]: r["source"] for r in damaged.db.execute("SELECT id, source FROM nodes")} == notes
         assert damaged.db.execute("SELECT COUNT(*) FROM vec_nodes").fetchone()[0] == len(notes)
     assert os.path.exists(report.salvage.kept)
+
+
+def test_a_damaged_schema_page_points_to_the_backups_not_back_to_doctor(cairn_cmd, cli_env, tmp_path):
+    """Page 1 holds the schema: no row can be read, so doctor says where copies are instead of naming
+    itself again."""
+    db = tmp_path / "cairn.db"
+    with Store(db) as store:
+        store.add_node("A note", "some text")
+        store.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(db, "r+b") as fh:
+        fh.seek(100)
+        fh.write(random.Random(3).randbytes(3000))
+    elsewhere = _cairn(cairn_cmd, cli_env, "show", "1", "--db", db, rc=1)
+    assert "run `cairn doctor`" in elsewhere.stderr
+    for args in (("doctor",), ("doctor", "--repair")):
+        proc = _cairn(cairn_cmd, cli_env, *args, "--db", db, rc=1)
+        assert "cairn doctor cannot open it either" in proc.stderr and "cairn backup" in proc.stderr
+        assert "run `cairn doctor`" not in proc.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.errors import InvalidInput
+from core.errors import DatabaseError, InvalidInput
 from tui.cli.common import Out, Progress, Verbs, load_config, open_store, path_arg
 
 
@@ -13,7 +13,17 @@ def cmd_doctor(args, out: Out) -> int:
     from core.index.embedder import MODEL_NAME  # the default graph's name: what `cairn index` embeds with
     from core.ops import doctor
 
-    with open_store(args) as store:
+    try:
+        opened = open_store(args)
+    except DatabaseError as exc:
+        if "damaged" not in str(exc):
+            raise
+        # The damage is where SQLite reads the schema (the file's first pages): nothing can be salvaged
+        # row by row from here, so the error says where the copies are instead of "run cairn doctor".
+        raise DatabaseError(str(exc).replace("; run `cairn doctor`.", "") + "; cairn doctor cannot open it "
+                            "either. Restore a copy: `cairn backup` writes them, and a migration keeps the file "
+                            "it started from beside the database as *.before-vN.bak.") from None
+    with opened as store:
         reindex = None
         if args.repair:
             def reindex() -> int:
