@@ -157,7 +157,6 @@ def raw_bodies(srv) -> str:
 
 def unfenced(content: str):
     """A tool result's JSON, inside its fence when its text came from outside (core/chat/fence.py)."""
-    import re
+    from core.chat.fence import unwrap
 
-    m = re.fullmatch(r'<untrusted source="[^"]*">\n(.*)\n</untrusted>', content, re.S)
-    return json.loads(m.group(1) if m else content)
+    return json.loads(unwrap(content)[0])

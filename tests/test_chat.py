@@ -552,7 +552,7 @@ def test_rolling_summary_replaces_old_turns_and_keeps_the_last_4(store, searcher
     assert "user: question 0" in summary_req.body["messages"][0]["content"][0]["text"]
     assert "question 1" not in summary_req.body["messages"][0]["content"][0]["text"]
     messages = turn_req.body["messages"]
-    assert messages[0]["content"][0]["text"].startswith("[Summary of the earlier conversation]\n## Decisions")
+    assert messages[0]["content"][0]["text"].startswith("[Summary of the earlier conversation]\n<untrusted id=") and '">\n## Decisions' in messages[0]["content"][0]["text"]
     verbatim = [m["content"][0]["text"] for m in messages[2:-1] if m["role"] == "user"]
     assert [t.split(" padding")[0] for t in verbatim] == ["question 1", "question 2", "question 3", "question 4"]
     assert messages[-1]["content"][0]["text"] == "question 5"

@@ -240,14 +240,15 @@ def test_the_app_in_a_terminal_writes_no_sequence_of_a_hostile_reply(tmp_path, c
         t.start(f"read _; {command}; echo '[cairn exited]'; exec sleep 120")  # waits for the pipe below
         t.tmux("pipe-pane", "-t", t.session, "-o", f"cat >> {shlex.quote(str(raw))}")
         t.keys("Enter")
-        t.wait_text("Nodes ·", "Otter habitats")
+        t.wait_text("Nodes ·", "Otter habitats", timeout=60)  # a loaded CI machine: the first start is slow
         t.keys("C-l")
         t.wait_cursor_row(t.row_of("Ask about your notes…"), "the chat input")
         t.type("Where do otters live?")
         t.wait_text("Where do otters live?")
         t.keys("C-j")
-        t.wait_for("the reply after the tool call",
-                   lambda s: "Otters live along coasts" in flat(pane(s, 2)) and "complete" in flat(pane(s, 2)))
+        t.wait_for("the reply after the tool call",  # retrieval loads the embedder in the app first
+                   lambda s: "Otters live along coasts" in flat(pane(s, 2)) and "complete" in flat(pane(s, 2)),
+                   timeout=90)
         t.keys("C-q")
         t.wait_text("[cairn exited]")
     finally:  # checked even when a step timed out: a leaked sequence can garble the screen it waits on

@@ -354,7 +354,7 @@ def test_active_skills_are_reattached_after_the_summary_byte_identically(store, 
     assert summary_req.body["system"][0]["text"].startswith("Summarise the conversation")
     assert 'assistant called activateSkill({"name": "integrate"})' in summary_req.body["messages"][0]["content"][0]["text"]
     first = turn_req.body["messages"][0]["content"]
-    assert first[0]["text"].startswith("[Summary of the earlier conversation]\n## Decisions")
+    assert first[0]["text"].startswith("[Summary of the earlier conversation]\n<untrusted id=") and '">\n## Decisions' in first[0]["text"]
     assert first[1]["text"] == ("[Active skills, re-attached after the summary: keep following them]\n\n" + skill_text)
     assert all(b.get("type") != "tool_result" or b["content"] != skill_text
                for m in turn_req.body["messages"] for b in m["content"])  # the original result is gone

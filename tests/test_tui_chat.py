@@ -261,7 +261,7 @@ async def test_a_fetch_the_user_did_not_write_is_asked_with_the_whole_address(no
 
     page = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
     threading.Thread(target=page.serve_forever, daemon=True).start()
-    secret = "d=" + "sourdough-starter-secret-" * 6 + "END"
+    secret = "d=" + "sourdough-starter-secret-" * 80 + "END"  # 2,000 characters
     url = f"http://127.0.0.1:{page.server_address[1]}/c?{secret}"
     try:
         with FakeAnthropic() as srv:
@@ -278,7 +278,11 @@ async def test_a_fetch_the_user_did_not_write_is_asked_with_the_whole_address(no
                 await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
                 shown = "".join(plain(w) for w in app.screen.query("#confirm-detail Static"))
                 assert shown == url  # whole: nothing cut, the query string included
-                assert "did not write" in plain(app.screen.query_one("#confirm-question"))
+                question = plain(app.screen.query_one("#confirm-question"))
+                assert "from 127.0.0.1, at an address you did not write" in question
+                for button in ("#confirm-yes", "#confirm-no"):  # the answers stay on the screen at 80x24
+                    region = app.screen.query_one(button).region
+                    assert region.height > 0 and region.bottom <= 24 and region.right <= 80, (button, region)
                 await pilot.press("n")
                 await wait_for(pilot, lambda: metas(app), what="the reply")
             assert srv.errors == []

@@ -25,8 +25,11 @@ from typing import Callable, Iterable
 
 from core.errors import CairnError
 
-# An address as people write it in a message: http(s) up to whitespace or an angle bracket / quote.
+# An address as people write it in a message: http(s) up to whitespace or an angle bracket / quote; or,
+# as `cairn add --url` takes it, a host name without the scheme (example.org/post, www.example.org).
 _URL = re.compile(r"https?://[^\s<>\"'`]+", re.IGNORECASE)
+_BARE = re.compile(r"(?<![\w@/.:-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}(?::\d+)?(?:/[^\s<>\"'`]*)?",
+                   re.IGNORECASE)
 _TRAILING = ".,;:!?)]}'\""
 
 
@@ -38,8 +41,10 @@ def addresses_in(text: str) -> list[str]:
     """The http(s) addresses a message names, as written (trailing punctuation and an unmatched
     closing bracket left out: "see (https://x.org/a)." names https://x.org/a)."""
     out = []
-    for m in _URL.finditer(text or ""):
-        url = m.group()
+    text = text or ""
+    found = [m.group() for m in _URL.finditer(text)]
+    found += [m.group() for m in _BARE.finditer(_URL.sub(" ", text))]
+    for url in found:
         while url and url[-1] in _TRAILING:
             if url[-1] in ")]}" and url.count(url[-1]) <= url.count({")": "(", "]": "[", "}": "{"}[url[-1]]):
                 break  # a bracket the address itself opened: part of it (Wikipedia's "Foo_(bar)")
@@ -47,6 +52,18 @@ def addresses_in(text: str) -> list[str]:
         if url:
             out.append(url)
     return out
+
+
+def on_the_wire(url: str) -> tuple[str, str]:
+    """(host, address) as the request will carry them, for the question the user is asked: the host in
+    its ASCII form (a look-alike letter shows as xn--…) and every other byte percent-encoded, so nothing
+    invisible rides along unseen. An address that cannot be normalised is shown as it is (its fetch fails)."""
+    from urllib.parse import urlsplit
+
+    wire = _normalised(url)
+    if wire is None:
+        return "", url
+    return urlsplit(wire).hostname or "", wire
 
 
 def _normalised(url: str) -> str | None:

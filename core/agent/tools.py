@@ -149,6 +149,9 @@ class ToolContext:
     # Whether captureUrl may fetch an address (core/agent/egress.py); the default asks nobody: it fetches
     # nothing the user did not write, and with no user text, nothing.
     egress: Egress = field(default_factory=Egress)
+    # The never_send dimensions of the notes the model has seen this turn (core/chat/conversation.py):
+    # a note the model writes inherits them, so their text cannot leave through a copy.
+    private_seen: Callable[[], list[str]] = field(default=lambda: [])
     # Where the text of the last call's result came from (core.graph.provenance origins, or words such as
     # SQL_ROWS): a caller fences a result holding any that is not the user's (core/chat/fence.py).
     origins: set[str] = field(default_factory=set)
@@ -255,6 +258,9 @@ class ToolRunner:
     # -- writes ----------------------------------------------------------------------------------
     def _createNode(self, title: str, source: str = "", description: str = "", link: str | None = None,
                     dimensions: list[str] | None = None, event_date: str | None = None):
+        if not isinstance(dimensions, (list, type(None))):
+            raise ToolError("dimensions must be a list of dimension names (strings).")
+        dimensions = [*(dimensions or []), *self.ctx.private_seen()]
         node = self.ctx.store.add_node(title, source, description=description, link=link, dimensions=dimensions,
                                        event_date=event_date, metadata={"created_via": self.ctx.origin})
         self.ctx.created.append(node["id"])
@@ -268,6 +274,11 @@ class ToolRunner:
         node = self.ctx.store.get_node(id)
         if not self.ctx.policy.allows(node):
             raise ToolError(f"There is no node {id}.")
+        private = self.ctx.private_seen()
+        if private and any(k in changes for k in ("title", "description", "source", "link")):
+            # what the model writes after seeing a never_send note may hold its text: it stays as private
+            have = changes.get("dimensions", node["dimensions"])
+            changes["dimensions"] = [*have, *(d for d in private if d.lower() not in {h.lower() for h in have})]
         self._confirmed(f"update node {id} ({node['title']!r})", changes)
         return {"updated": _compact(self.ctx.store.update_node(id, **changes))}
 
@@ -293,22 +304,31 @@ class ToolRunner:
             raise ToolError("url must be a web address (a string).")
         if dimensions is not None and (not isinstance(dimensions, list) or not all(isinstance(d, str) for d in dimensions)):
             raise ToolError("dimensions must be a list of dimension names (strings).")
+        if again is not True:  # a page captured before is not fetched again: nothing to ask about
+            known = _captured_before(self.ctx.store, url)
+            if known is not None:
+                return self._already_captured(known)
         self.ctx.egress.check(url)  # the egress rule: nothing is fetched unless it allows (core/agent/egress.py)
         self.ctx.origins.add(provenance.WEB)
         result = capture(self.ctx.store, url, again=again is True, dimensions=dimensions, origin=self.ctx.origin,
                          public_only=not self.ctx.local_addresses)
         node = result.node
-        if result.existing:
-            if not self._reachable(node):  # a node this agent may not see: its id, nothing of its content
-                return {"already_captured": {"id": node["id"]},
-                        "note": "This address was captured before; pass again: true to capture it anew."}
-            return {"already_captured": _compact(node),
-                    "note": f"This address was captured before as node {node['id']}; nothing new was saved "
-                            "(pass again: true to capture it anew)."}
+        if result.existing:  # where the redirects ended: an address captured before
+            return self._already_captured(node)
         self.ctx.created.append(node["id"])
         capture = result.capture
         return {"created": _compact(node) | {"chars": len(node["source"])},
                 "capture": {k: capture.get(k) for k in ("final_url", "author", "site", "date", "fetched_at")}}
+
+    def _already_captured(self, node: dict) -> dict:
+        if not self._reachable(node):  # a node this agent may not see: its id, nothing of its content
+            return {"already_captured": {"id": node["id"]},
+                    "note": "This address was captured before; pass again: true to capture it anew."}
+        self._sent([node])  # its title and description go to the model: counted as sent, and fenced
+        self.ctx.read.add(node["id"])
+        return {"already_captured": _compact(node),
+                "note": f"This address was captured before as node {node['id']}; nothing new was saved "
+                        "(pass again: true to capture it anew)."}
 
     def _activateSkill(self, name: str):
         if self.ctx.activate_skill is None:
@@ -316,6 +336,15 @@ class ToolRunner:
         if not isinstance(name, str):
             raise ToolError("name must be a skill name (a string) from the Skills list.")
         return self.ctx.activate_skill(name)
+
+
+def _captured_before(store: Store, url: str) -> dict | None:
+    from core.capture.web import CaptureError, captured_before, normalise_url
+
+    try:
+        return captured_before(store, normalise_url(url))
+    except CaptureError:
+        return None  # not an address: capture() says why
 
 
 def result_text(value: Any) -> str:

@@ -173,6 +173,10 @@ def _network_error(exc: BaseException, url: str, timeout: float) -> CaptureError
 
 
 def _status_error(code: int, reason: str, url: str) -> CaptureError:
+    # The reason phrase is the server's own text (up to a line of any length): a few words of it are
+    # enough to say what happened, and no more reaches the user or the model.
+    reason = " ".join(reason.split())
+    reason = reason[:60] + "…" if len(reason) > 60 else reason
     words = f"HTTP {code}" + (f" {reason}" if reason else "")
     if code in (404, 410):
         return CaptureError("status", f"There is no page at {url} ({words}).")

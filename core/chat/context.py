@@ -112,8 +112,10 @@ class ContextEngine:
         core_nodes = [n for n in self._core_nodes() if self.policy.allows(n)]
         core_notes = ""
         if core_nodes:
+            origins = self.store.origins(n["id"] for n in core_nodes)  # fenced once, here: the prefix stays stable
             core_notes = "## Core notes (always on)\n" + "\n\n".join(
-                f"{node_ref(n)}\n{n['description'] or ''}\n{n['source'][:4000]}".strip() for n in core_nodes)
+                fence.fence_origin(f"{node_ref(n)}\n{n['description'] or ''}\n{n['source'][:4000]}".strip(),
+                                   origins.get(n["id"])) for n in core_nodes)
             ids += [n["id"] for n in core_nodes]
         background = ""
         if self.agent.background and self.background_enabled:
@@ -256,10 +258,9 @@ class ContextEngine:
                     where += f" (p. {p.page})"
                 if p.via == "recent":
                     where += " (a recent note, added while meaning search is unavailable; not ranked for this message)"
-                text = p.text.strip()
-                if not provenance.trusted(p.origin):
-                    text = fence.fence(text, provenance.label(p.origin))
-                parts.append(f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{text}")
+                passage = f"[{p.n}] [NODE:{p.node_id}:{json.dumps(p.title, ensure_ascii=False)}]{where}\n{p.text.strip()}"
+                # From outside, its title and headings are the stranger's words too: all inside the fence.
+                parts.append(passage if provenance.trusted(p.origin) else fence.fence(passage, provenance.label(p.origin)))
             retrieved = "\n\n".join(parts)
         now = now or datetime.now(timezone.utc)
         stamp = f"[Context — current date/time: {now.strftime('%Y-%m-%d %H:%M %Z (%A)')}]"

@@ -28,7 +28,7 @@ from core.providers.request import ContextRequest, Snapshot, estimate_tokens
 from core.errors import InvalidInput, NotFound
 from core.providers.base import Provider, ProviderError, StreamEvent, Turn, Usage
 from core.graph.store import Store
-from core.agent.tools import ToolContext, ToolError, ToolRunner, result_text
+from core.agent.tools import SQL_ROWS, ToolContext, ToolError, ToolRunner, result_text
 
 MAX_TOOL_CALLS = 25
 MAX_DELEGATION_DEPTH = 5
@@ -69,6 +69,7 @@ class TurnScope:
     egress: Egress
     sent: set[int]
     reads: list[set[int]] = field(default_factory=list)  # each agent's ToolContext.touched, read as it grows
+    raw_sql: bool = False  # a raw SQL query's rows (any note's text) were given to a model in this chat
 
     def seen(self) -> set[int]:
         """Every node a model of this turn has been given so far, this instant."""
@@ -83,6 +84,8 @@ class _Step:
     calls: list = field(default_factory=list)
     stop: str = ""
     error: ProviderError | None = None
+    read: set[int] = field(default_factory=set)  # nodes whose text its tool results hold
+    raw_sql: bool = False  # whether they hold a raw SQL query's rows
 
 
 def _text_block(text: str) -> dict:
@@ -265,7 +268,9 @@ class Chat:
         call left unanswered is shown answered as `repair_history` stores it (send() stores it first)."""
         out = list(self._inherited)
         if self.metadata.get("summary"):
-            summary = [_text_block("[Summary of the earlier conversation]\n" + self.metadata["summary"])]
+            # The model's own words about a conversation that may have quoted strangers: fenced as a model's
+            summary = [_text_block("[Summary of the earlier conversation]\n" + fence.fence(
+                self.metadata["summary"], "a language model's summary of the earlier conversation"))]
             if self.metadata.get("skills_block"):
                 # Skills whose activation the summary replaced, rendered once at summary time (byte-stable).
                 summary.append(_text_block(self.metadata["skills_block"]))
@@ -386,7 +391,7 @@ class Chat:
                 break
             blocks, results = yield from self._run_tools(step, runner, reply, scope, cancel)
             loop += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
-            too_long = yield from self._store_step(request, loop, blocks, results, calibration)
+            too_long = yield from self._store_step(request, loop, step, blocks, results, calibration)
             if too_long is not None:  # not sent: the API would refuse it for its length
                 step_text = ""
                 reply.status, reply.error = "incomplete", str(too_long)
@@ -400,28 +405,32 @@ class Chat:
     def _new_scope(self, message: str, cancel: threading.Event | None) -> "TurnScope":
         """What this message shares with every delegate it causes: the turn budget (core/chat/turn_budget.py),
         the egress rule (core/agent/egress.py) and the nodes sent to any model so far."""
-        sent = self.repo.sent_node_ids(self.id)
-        scope = TurnScope(TurnBudget.from_config(self.config), Egress(), sent)
+        sent, raw_sql = self.repo.sent_node_ids(self.id)
+        scope = TurnScope(TurnBudget.from_config(self.config), Egress(), sent, raw_sql=raw_sql)
         ask = self.confirm_fetch
 
         def allowed(url: str) -> bool:  # asked of the user; never after a stop, and a late yes is a no
             return not _stopped(cancel) and bool(ask(url)) and not _stopped(cancel)
 
-        scope.egress = Egress(user_texts=[*self.repo.user_texts(self.id), message],
-                              ask=allowed if ask is not None else None,
-                              hidden_seen=lambda: self._never_send_among(scope.seen()))
+        # A sub-chat continued directly (cairn ask --chat SUB): its earlier "user" messages are the tasks
+        # a model wrote, not the user's words.
+        earlier = [] if "parent_chat_id" in self.metadata else self.repo.user_texts(self.id)
+        scope.egress = Egress(user_texts=[*earlier, message], ask=allowed if ask is not None else None,
+                              hidden_seen=lambda: self._never_send_seen(scope))
         return scope
 
-    def _never_send_among(self, node_ids: set[int]) -> list[str]:
-        """The never_send dimensions ([privacy]) that any of these nodes carries."""
+    def _never_send_seen(self, scope: TurnScope) -> list[str]:
+        """The never_send dimensions ([privacy]) of the notes a model of this chat has been given: any of
+        them at all once raw SQL rows were (they could hold any note's text)."""
         hidden = sorted({d.lower() for d in self.config.privacy.never_send})
-        if not hidden or not node_ids:
+        if not hidden:
             return []
+        where = "" if scope.raw_sql else " AND node_id IN (SELECT value FROM json_each(?))"
+        params = (json.dumps(hidden),) if scope.raw_sql else (json.dumps(hidden), json.dumps(sorted(scope.seen())))
         rows = self.store.db.execute(
-            "SELECT DISTINCT lower(dimension) FROM node_dimensions WHERE node_id IN (SELECT value FROM json_each(?))"
-            " AND lower(dimension) IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(node_ids)), json.dumps(hidden))).fetchall()
-        return [r[0] for r in rows]
+            "SELECT DISTINCT lower(dimension) FROM node_dimensions WHERE lower(dimension) IN"
+            " (SELECT value FROM json_each(?))" + where, params).fetchall()
+        return sorted(r[0] for r in rows)
 
     def _prepare(self, message: str, cancel: threading.Event | None) -> tuple[ContextRequest, list[str], object]:
         """The request for this message: the history repaired (a tool call an earlier crash left unanswered:
@@ -453,6 +462,7 @@ class Chat:
         ctx = ToolContext(self.store, self.searcher, policy=self.engine.policy, tool_scope=self.agent.tool_scope,
                           local_addresses=self.config.capture.local_addresses, actor=history.model_in_chat(self.id),
                           confirm=self._confirm_unless_stopped(cancel), egress=scope.egress,
+                          private_seen=lambda: self._never_send_seen(scope),
                           delegate=lambda agent, task: self._delegate(agent, task, cancel),
                           activate_skill=self._activate_skill)
         scope.reads.append(ctx.touched)
@@ -526,6 +536,7 @@ class Chat:
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments if c.arguments is not None else {}}
             for c in step.calls]
         results = []
+        before = set(runner.ctx.touched)
         for call in step.calls:
             reply.tool_calls += 1
             if _stopped(cancel):  # the user stopped the turn during an earlier call of this step
@@ -540,19 +551,23 @@ class Chat:
             else:
                 try:
                     content, is_error = result_text(runner.run(call.name, call.arguments)), False
-                    if fence.sources(runner.ctx.origins):
-                        content = fence.fence(content, "tool result with text from " + fence.sources(runner.ctx.origins))
-                except ToolError as exc:
+                except ToolError as exc:  # may quote a server (a capture's error) as well as Cairn
                     content, is_error = str(exc), True
+                if SQL_ROWS in runner.ctx.origins:
+                    scope.raw_sql = step.raw_sql = True
+            shown = content  # for the user: the result without the fence the model gets
+            if fence.sources(runner.ctx.origins):
+                content = fence.fence(content, "tool result with text from " + fence.sources(runner.ctx.origins))
             result = {"type": "tool_result", "tool_use_id": call.id, "content": content}
             if is_error:
                 result["is_error"] = True
             results.append(result)
-            yield StreamEvent("tool_result", text=content[:500], stop_reason="error" if is_error else "ok")
+            yield StreamEvent("tool_result", text=shown[:500], stop_reason="error" if is_error else "ok")
+        step.read = runner.ctx.touched - before
         return blocks, results
 
-    def _store_step(self, request: ContextRequest, loop: list[dict], blocks: list[dict], results: list[dict],
-                    calibration: "window.Calibration") -> Iterator[StreamEvent]:
+    def _store_step(self, request: ContextRequest, loop: list[dict], step: "_Step", blocks: list[dict],
+                    results: list[dict], calibration: "window.Calibration") -> Iterator[StreamEvent]:
         """Cap this turn's largest tool results so the next request fits too (core/chat/window.py), then
         store the step (one transaction: never a call without its answer). Returns the refusal when even
         capped it would not fit."""
@@ -562,7 +577,7 @@ class Chat:
                                     drop_passages=False)
         except window.TooLong as exc:
             notices, too_long = [], exc
-        self.repo.insert_step(self.id, blocks, results)
+        self.repo.insert_step(self.id, blocks, results, read=step.read, raw_sql=step.raw_sql)
         for notice in notices:
             yield StreamEvent("notice", text=notice)
         return too_long
@@ -646,6 +661,9 @@ class Chat:
                         yield StreamEvent("phase", text="citation_check")
                     if covered and _stopped(cancel):
                         citations.skip(result)  # stopped as the check was announced: no request is sent
+                    elif covered and self._turn_scope is not None and self._turn_scope.budget.take_request():
+                        result.note = ("citations not judged by the model: this message has used its model "
+                                       "requests ([chat] max_requests_per_turn)")
                     else:
                         if covered:
                             log_id = usage_log.log_request(
@@ -671,12 +689,17 @@ class Chat:
         if not self.agent.allow_write or reply.status != "complete":
             return
         made_in = {"chat_id": self.id, "message_id": reply.message_id, "agent": self.agent.name}
+        # After a never_send note was seen, what the model says (and a task it wrote) may quote it: the
+        # memory keeps those dimensions, so it stays as private as the note.
+        private = self._never_send_seen(self._turn_scope) if self._turn_scope is not None else []
         if len(message.strip()) >= MEMORY_MIN_CHARS:
-            self.store.add_node(f"Asked: {message.strip()[:60]}", message, type="memory", origin=provenance.USER,
-                                metadata={"provenance": {**made_in, "part": "input"}})
+            # a delegate's "message" is the task its caller (a model) wrote
+            asked_by = provenance.USER if self.depth == 0 and "parent_chat_id" not in self.metadata else provenance.MODEL
+            self.store.add_node(f"Asked: {message.strip()[:60]}", message, type="memory", origin=asked_by,
+                                dimensions=private, metadata={"provenance": {**made_in, "part": "input"}})
         if reply.text.strip():
             self.store.add_node(f"Answered: {message.strip()[:60]}", reply.text, type="memory", origin=provenance.MODEL,
-                                metadata={"provenance": {**made_in, "part": "output"}})
+                                dimensions=private, metadata={"provenance": {**made_in, "part": "output"}})
 
     # -- delegation ----------------------------------------------------------------------------------
     def _delegate(self, agent_name: str, task: str, cancel: threading.Event | None = None) -> str:
@@ -780,6 +803,8 @@ class Chat:
         old = _older(history_rows)
         if not old:
             return None
+        if self._turn_scope is not None and self._turn_scope.budget.take_request() is not None:
+            return None  # this message has used its requests (core/chat/turn_budget.py): go on unsummarised
         transcript = []
         if self.metadata.get("summary"):
             transcript.append("Earlier summary:\n" + self.metadata["summary"])

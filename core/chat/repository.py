@@ -9,7 +9,7 @@ transaction commits): a chat row and its snapshot are created in one (`create_ch
 from __future__ import annotations
 
 import json
-from typing import Callable
+from typing import Callable, Iterable
 
 from core import clock
 from core.graph.store import Store
@@ -113,14 +113,18 @@ class ChatRepository:
             conn.execute("UPDATE chats SET updated_at = ? WHERE id = ?", (clock.now(), chat_id))
             return cur.lastrowid
 
-    def insert_step(self, chat_id: int, calls: list[dict], results: list[dict]) -> tuple[int, int]:
+    def insert_step(self, chat_id: int, calls: list[dict], results: list[dict], *, read: Iterable[int] = (),
+                    raw_sql: bool = False) -> tuple[int, int]:
         """Store one tool-loop step, the assistant's `tool_use` message and the user's `tool_result`
         message, and touch the chat's updated_at, in ONE transaction: a kill, a full disk or a lock
         timeout between the two leaves neither, never a `tool_use` without its answer (which the APIs
-        refuse on every later turn). Returns both ids."""
+        refuse on every later turn). Returns both ids. `read`: the nodes whose text the results hold,
+        `raw_sql`: whether a raw SQL query's rows are among them (any node's text): kept with the results,
+        since every later request of the chat sends them (`sent_node_ids`)."""
+        sent = {k: v for k, v in (("read", sorted(set(read))), ("raw_sql", raw_sql)) if v} or None
         with self.db.transaction():
             return (self.insert_message(chat_id, "assistant", calls),
-                    self.insert_message(chat_id, "user", results))
+                    self.insert_message(chat_id, "user", results, sent=sent))
 
     def repair_messages(self, chat_id: int, updates: dict[int, list[dict]], appended: list[list[dict]]) -> None:
         """Write a history repair (core.chat.conversation `pair_tool_calls`) in one transaction: rows whose
@@ -148,11 +152,19 @@ class ChatRepository:
             out += [b.get("text") or "" for b in blocks if b.get("type") == "text"]
         return out
 
-    def sent_node_ids(self, chat_id: int) -> set[int]:
-        """Every node a request of this chat's tree (it and its delegates) has sent to the model."""
-        rows = self.db.execute(CHAT_TREE + "SELECT DISTINCT j.value FROM sent_log s, json_each(s.node_ids) j"
-                               " WHERE s.chat_id IN tree", (int(chat_id),)).fetchall()
-        return {int(r[0]) for r in rows}
+    def sent_node_ids(self, chat_id: int) -> tuple[set[int], bool]:
+        """Every node whose text this chat's tree (it and its delegates) has sent to a model or holds in its
+        stored tool results (a turn may end before they are sent: they go with the next request), and
+        whether a raw SQL query's rows are among them."""
+        rows = self.db.execute(
+            CHAT_TREE + "SELECT DISTINCT j.value FROM sent_log s, json_each(s.node_ids) j WHERE s.chat_id IN tree"
+            " UNION SELECT j.value FROM messages m, json_each(m.sent, '$.read') j"
+            "  WHERE m.chat_id IN tree AND m.role = 'user' AND json_type(m.sent, '$.read') = 'array'",
+            (int(chat_id),)).fetchall()
+        raw = self.db.execute(
+            CHAT_TREE + "SELECT 1 FROM messages m WHERE m.chat_id IN tree AND m.role = 'user'"
+            " AND json_extract(m.sent, '$.raw_sql') = 1 LIMIT 1", (int(chat_id),)).fetchone()
+        return {int(r[0]) for r in rows}, raw is not None
 
     def rows(self, chat_id: int) -> list:
         """The chat's messages as stored (id, role, content as JSON text), oldest first; those replaced by

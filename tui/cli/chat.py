@@ -9,6 +9,7 @@ from core.agent.profiles import BUILT_IN
 from core.errors import InvalidInput
 from core.safe_text import printable
 from tui.cli.common import Out, UsageError, Verbs, add_provider_options, load_config, open_store, text_arg
+from tui.cli.questions import Question, Questions
 
 
 def _focus(args):
@@ -114,30 +115,11 @@ def cmd_ask(args, out: Out) -> int:
     if message is not None and not message.strip():  # before a chat row is made: a refused ask leaves no empty chat
         raise InvalidInput("The message is empty.")
     focus = _focus(args)
-
-    def confirm(action: str, detail: dict) -> bool:
-        if args.yes:
-            return True
-        if not sys.stdin.isatty():
-            return False
-        try:
-            answer = input(printable(f"\nThe model wants to {action}: {json.dumps(detail, ensure_ascii=False)[:300]}")
-                           + " [y/N] ")
-        except EOFError:  # Ctrl-D: a no
-            return False
-        return answer.strip().lower() in ("y", "yes")
-
-    def confirm_fetch(url: str) -> bool:
-        """The egress rule's question (core/agent/egress.py): the whole address, query string included."""
-        try:
-            answer = input(f"\nThe model wants to fetch an address you did not write:\n  {printable(url)}\n"
-                           "Anything in it (the path, the query string) goes to that server. Allow? [y/N] ")
-        except EOFError:
-            return False
-        return answer.strip().lower() in ("y", "yes")
-
+    cancel = threading.Event()
+    events: queue.Queue = queue.Queue()
     # --yes covers edits only; a fetch the user did not write needs --allow-fetch, or a terminal to ask at.
-    fetch = (lambda url: True) if args.allow_fetch else (confirm_fetch if sys.stdin.isatty() else None)
+    questions = Questions(events, cancel, yes=args.yes, allow_fetch=args.allow_fetch)
+    confirm, fetch = questions.confirm, questions.confirm_fetch
 
     with open_store(args) as store:
         for node_id in focus.ordered:
@@ -149,8 +131,6 @@ def cmd_ask(args, out: Out) -> int:
             if last is None:
                 raise InvalidInput(f"Chat {chat.id} has no message of yours to send again.")
             message = last[1]
-        cancel = threading.Event()
-        events: queue.Queue = queue.Queue()
         failure: list[BaseException] = []
 
         def work():
@@ -182,6 +162,9 @@ def cmd_ask(args, out: Out) -> int:
                 continue
             if item is None:
                 break
+            if isinstance(item, Question):  # asked here, on the main thread, between the streamed lines
+                questions.answer(item)
+                continue
             if not hasattr(item, "type"):
                 reply = item
                 break
@@ -191,8 +174,12 @@ def cmd_ask(args, out: Out) -> int:
                     sys.stdout.write(printable(item.text))
                     sys.stdout.flush()
             elif item.type == "tool_call" and not out.as_json:
-                call = item.tool_call
-                print(printable(f"\n[tool] {call.name} {call.raw_arguments[:200]}"), file=sys.stderr)
+                call = item.tool_call  # whole up to 2,000 characters: a fetched address is seen entire
+                shown = call.raw_arguments if len(call.raw_arguments) <= 2000 else call.raw_arguments[:2000] + "…"
+                print(printable(f"\n[tool] {call.name} {shown}"), file=sys.stderr)
+            elif item.type == "tool_result" and item.stop_reason == "error" and not out.as_json:
+                # a refusal (a fetch not allowed, an edit not confirmed) is the user's to see, not only the model's
+                print(printable(f"[not done: {item.text}]"), file=sys.stderr)
             elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
                 print(printable(f"\n[{item.text}]"), file=sys.stderr)
             elif item.type == "phase" and item.text == "citation_check" and not out.as_json:

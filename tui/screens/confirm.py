@@ -36,9 +36,12 @@ class ConfirmScreen(ModalScreen[bool]):
         width: 1fr;
         margin-bottom: 1;
     }
+    ConfirmScreen > #confirm-dialog.-with-detail {
+        width: 90;
+    }
     ConfirmScreen #confirm-detail {
         height: auto;
-        max-height: 12;
+        max-height: 40vh;
         margin-bottom: 1;
         background: $panel;
     }
@@ -67,7 +70,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.default = default
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-dialog"):
+        with Vertical(id="confirm-dialog", classes="-with-detail" if self.detail is not None else ""):
             yield Static(Text(printable(self.question)), id="confirm-question")
             if self.detail is not None:
                 with VerticalScroll(id="confirm-detail"):

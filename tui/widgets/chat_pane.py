@@ -55,6 +55,11 @@ META_WIDTH = 80  # a reply's usage line stays one line in an 80-column terminal 
 SIDE_LABELS = {"citation_check": ("citation check", "check"), "summary": ("summary", "summary")}
 
 
+def _clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters, saying so with an ellipsis."""
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def _count(n, short: bool) -> str:
     n = int(n or 0)
     if short and n >= 1_000_000:
@@ -535,10 +540,10 @@ class ChatPane(Vertical):
                         call = event.tool_call
                         args = call.raw_arguments if call.arguments is None else json.dumps(call.arguments,
                                                                                             ensure_ascii=False)
-                        self.post_message(_Activity(turn, f"→ {call.name} {args[:120]}"))
+                        self.post_message(_Activity(turn, f"→ {call.name} {_clip(args, 120)}"))
                     elif event.type == "tool_result":
                         mark = "✗" if event.stop_reason == "error" else "←"
-                        self.post_message(_Activity(turn, f"  {mark} {' '.join(event.text.split())[:120]}"))
+                        self.post_message(_Activity(turn, f"  {mark} {_clip(' '.join(event.text.split()), 120)}"))
                     elif event.type == "notice":  # e.g. what was cut to fit the context window
                         self.post_message(_Activity(turn, f"  ✂ {event.text}"))
                     elif event.type == "phase":
@@ -565,8 +570,9 @@ class ChatPane(Vertical):
         from tui.screens.confirm import ConfirmScreen
 
         def confirm(action: str, detail: dict) -> bool:
-            detail_text = json.dumps(detail, ensure_ascii=False)[:600]
-            return self._ask_in_ui(cancel, lambda: ConfirmScreen(f"The model wants to {action}:\n{detail_text}\n\nAllow it?"))
+            detail_text = json.dumps(detail, ensure_ascii=False, indent=1)  # whole, in a box that scrolls
+            return self._ask_in_ui(cancel, lambda: ConfirmScreen(f"The model wants to {action}. Allow it?",
+                                                                 detail=detail_text))
 
         return confirm
 
@@ -575,9 +581,13 @@ class ChatPane(Vertical):
         from tui.screens.confirm import ConfirmScreen
 
         def confirm_fetch(url: str) -> bool:
+            from core.agent.egress import on_the_wire
+
+            host, wire = on_the_wire(url)  # as the request carries it: nothing invisible, no look-alike host
             return self._ask_in_ui(cancel, lambda: ConfirmScreen(
-                "The model wants to fetch an address you did not write. Anything in it (its path, its query "
-                "string) goes to that server. Allow it?", detail=url))
+                f"The model wants to fetch a page from {host or 'an unknown host'}, at an address you did not "
+                "write. Whatever is in it (its path, its query string) goes to that server. Allow it?",
+                detail=wire))
 
         return confirm_fetch
 
