@@ -4,6 +4,7 @@ text and markdown, the progress line, and an import killed mid-way that resumes 
 
 from __future__ import annotations
 
+import re
 import json
 import os
 import signal
@@ -64,9 +65,10 @@ def test_a_three_page_pdf_keeps_each_chunks_page_and_the_passage_says_p_2(tmp_pa
     suffix = engine.suffix("How do mycorrhizal fungi trade phosphorus with roots?")
     mine = [p for p in suffix.passages if p.node_id == node["id"]]
     assert mine and mine[0].page == 2, suffix.retrieved
-    # a captured document is quoted material: fenced (core/chat/fence.py)
-    assert (f'[{mine[0].n}] [NODE:{node["id"]}:"The garden handbook"] (p. 2)\n'
-            '<untrusted source="a captured document (PDF or text file)">\nMycorrhizal') in suffix.retrieved
+    # a captured document is quoted material: fenced, its header with it (core/chat/fence.py)
+    assert re.search(r'<untrusted id="[0-9a-f]{12}" source="a captured document \(PDF or text file\)">\n'
+                     + re.escape(f'[{mine[0].n}] [NODE:{node["id"]}:"The garden handbook"] (p. 2)\nMycorrhizal'),
+                     suffix.retrieved), suffix.retrieved
 
 
 def test_the_title_comes_from_the_first_line_without_a_title_in_the_metadata(tmp_path):
