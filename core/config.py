@@ -180,6 +180,8 @@ class UiSettings:
 class VaultSettings:
     """markdown notes kept in step with the database"""
 
+    path: str = setting("", "the markdown folder Cairn keeps in step both ways: `cairn sync` with no folder "
+                            "syncs it (the app and `cairn watch` still only import from it)")
     watch: str = setting("", "a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)")
 
 

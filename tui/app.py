@@ -522,7 +522,7 @@ class CairnApp(App):
     def _start_vault_watch(self) -> None:
         """Keep the folder named by `vault.watch` in step with the database (as `cairn watch` does),
         in a thread with its own connection; the database watcher then shows what it writes."""
-        folder = self.services.config.vault.watch
+        folder = self.services.config.vault.path or self.services.config.vault.watch
         if not folder:
             return
         from core.errors import CairnError

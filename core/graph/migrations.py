@@ -240,4 +240,27 @@ _V7 = [
     " WHERE json_extract(metadata, '$.parent_chat_id') IS NOT NULL",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+# 8: a markdown folder kept in step both ways (core.vault.twoway): for each of its notes the version both
+# sides last agreed on (the file's text, a fingerprint of the node's fields), and the conflicts a round
+# kept for the user to resolve. In the database only: the files carry nothing of a device's sync state.
+_V8 = [
+    """CREATE TABLE vault_notes (
+        node_id  INTEGER PRIMARY KEY,
+        root     TEXT NOT NULL,
+        rel      TEXT NOT NULL,
+        base     TEXT NOT NULL,
+        node_fp  TEXT NOT NULL,
+        trashed  TEXT
+    )""",
+    "CREATE INDEX vault_notes_root ON vault_notes(root, rel)",
+    """CREATE TABLE vault_conflicts (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        root          TEXT NOT NULL,
+        rel           TEXT NOT NULL,
+        conflict_rel  TEXT NOT NULL,
+        created_at    TEXT NOT NULL,
+        resolved_at   TEXT
+    )""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]

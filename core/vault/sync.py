@@ -49,6 +49,8 @@ RACY_MTIME_NS = 2_000_000_000
 Progress = Callable[[int, int], None]
 OUTSIDE_FILE = "a link to a file outside the vault"
 OUTSIDE_FOLDER = "a link to a folder outside the vault"
+CONFLICT_MARK = "(conflict from Cairn "  # in the name of a file core/vault/twoway.py keeps for a conflict
+CONFLICT_FILE = "Cairn's version of a note kept by a sync conflict (not a note; cairn sync lists it)"
 
 
 def inside(path: str, root: str) -> bool:
@@ -218,6 +220,9 @@ class VaultSync:
                     links.append((rel, os.path.join(dirpath, name)))
                     continue
                 if not stat.S_ISREG(st.st_mode):
+                    continue
+                if CONFLICT_MARK in name:  # Cairn's version of a note kept by a sync conflict (core/vault/twoway.py)
+                    report.skipped.append((rel, CONFLICT_FILE))
                     continue
                 files[rel] = (st.st_size, st.st_mtime_ns)
         link_skips = self._linked_notes(links, files)

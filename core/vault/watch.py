@@ -157,9 +157,9 @@ def start_watching(db_path: str | Path, folder: str | Path, **callbacks) -> Watc
 
 
 def start_from_config(config, db_path: str | Path, **callbacks) -> Watcher | None:
-    """What the app calls at start: watch `vault.watch` from the config, if set (else None).
-    Raises InvalidInput when the configured folder does not exist."""
-    folder = config.vault.watch.strip()
+    """What the app calls at start: watch the bound folder (`vault.path`, or the older name `vault.watch`),
+    if set (else None). Raises InvalidInput when the configured folder does not exist."""
+    folder = (config.vault.path or config.vault.watch).strip()
     if not folder:
         return None
     return start_watching(db_path, folder, **callbacks)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from core.errors import InvalidInput
 from core.safe_text import printable
-from tui.cli.common import LazyProgress, Out, Verbs, load_config, open_store, path_arg, plural
+from tui.cli.common import LazyProgress, Out, UsageError, Verbs, load_config, open_store, path_arg, plural
 
 LIST_CAP = 20  # lines of a list (skipped files, unresolved links) shown before "... and N more"
 CAIRN_TABLES = {"meta", "nodes", "edges", "chunks", "nodes_fts", "trash"}
@@ -239,6 +239,41 @@ def cmd_watch(args, out: Out) -> int:
     return 0
 
 
+def cmd_sync(args, out: Out) -> int:
+    """One round both ways between the database and a markdown folder (core/vault/twoway.py)."""
+    from core.vault.twoway import TwoWaySync, open_conflicts
+
+    folder = args.path
+    if folder is None:
+        cfg = load_config(args)
+        folder = cfg.vault.path or cfg.vault.watch
+        if not folder:
+            raise UsageError("Name the folder (cairn sync FOLDER), or bind one: cairn config set vault.path FOLDER.")
+    with open_store(args) as store:
+        report = TwoWaySync(store, Path(folder).expanduser()).round()
+        conflicts = open_conflicts(store)
+        state: dict = {}
+        if report.imported is not None:
+            _index_after(args, out, store, state)
+    if out.as_json:
+        out.json({**report.as_dict(), "open_conflicts": conflicts})
+        return 1 if conflicts else 0
+    for rel in report.written:
+        out.text("wrote ", (rel, "bold"), (" (changed in Cairn)", "dim"))
+    for rel in report.merged:
+        out.text("merged ", (rel, "bold"), (" (changed on both sides, apart)", "dim"))
+    for rel, moved in report.trashed:
+        out.text("trashed ", (rel, "bold"), (f" → {moved}", "dim"))
+    for rel in report.restored:
+        out.text("restored ", (rel, "bold"), (" (back from .trash/)", "dim"))
+    if report.imported is not None:
+        _print_vault_report(out, report.imported)
+    for c in conflicts:
+        out.text(("conflict ", "yellow"), (c["rel"], "bold"), f": the file's version is kept; Cairn's is in ",
+                 (c["conflict_rel"], "bold"))
+    return 1 if conflicts else 0
+
+
 def register(verbs: Verbs) -> None:
     p = verbs.add("import", cmd_import, "import a folder of markdown notes (Obsidian vault) or an RA-H OS .sqlite; "
                   "again: only changes")
@@ -250,6 +285,11 @@ def register(verbs: Verbs) -> None:
     p = verbs.add("export", cmd_export, "write every node as a markdown file (frontmatter + text + edges)")
     p.add_argument("dir", metavar="DIR", type=path_arg, help="an empty folder, or one an earlier export wrote")
     p.add_argument("--force", action="store_true", help="write into a folder that holds other files")
+    p = verbs.add("sync", cmd_sync, "one round both ways with a markdown folder: edits made in Cairn go to their "
+                  "files, the files' changes come in, edits on both sides merge (or are kept as a conflict file)")
+    p.add_argument("path", metavar="FOLDER", nargs="?", type=path_arg,
+                   help="the folder (default: vault.path in the config)")
+    p.add_argument("--no-index", action="store_true", help="do not chunk and embed the notes that changed")
     p = verbs.add("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
                   "(Ctrl-C stops)")
     p.add_argument("path", metavar="PATH", type=path_arg, help="the folder of .md notes")

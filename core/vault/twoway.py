@@ -1,0 +1,261 @@
+"""Cairn and a markdown folder as two replicas: one round of keeping them in step both ways (issue 23).
+
+For each note of the vault Cairn keeps, in the database (`vault_notes`, migration 8), the version both
+sides last agreed on: the file's text then (`base`) and a fingerprint of the node's fields then
+(`node_fp`). Nothing of this goes into the files: other devices share them, and a field that differed
+per device would make every sync a conflict. A round:
+
+1. **Cairn → files.** A note whose node changed since the agreement while its file did not is written
+   to its file (core/vault/note_file.py lays it out as the file had it; core/vault/atomic.py writes it
+   whole or not at all). When both changed, the two edits are merged against the base
+   (core/vault/threeway.py: the body by lines, the frontmatter field by field) and the result written;
+   when they overlap, the file's version stays (in the file and, by the import below, in the note) and
+   Cairn's whole version goes into a sibling file `Title (conflict from Cairn YYYY-MM-DD HHMM).md`,
+   listed as a conflict until the user resolves it. A note moved to Cairn's trash moves its file into
+   the vault's `.trash/` (never deleted).
+2. **Files → Cairn**: the one-way import (core/vault/sync.py), which reads what changed. A file Cairn
+   just wrote imports back as the same node (the layout round-trips), so nothing is imported twice.
+3. **Agreement**: every note's file text and node fingerprint become the new base.
+
+The first round of a vault imported before (no base yet) takes the import as the agreement: a file
+unchanged since its import gets the node's later edits; a file changed since, whose node Cairn did not
+change after the import, is imported; both changed is a conflict (nothing lost: Cairn's version goes
+into the conflict file, the history keeps both).
+
+Not yet: notes made in Cairn get no file of their own, the app and `cairn watch` do not write back
+continuously (only `cairn sync` does), and Syncthing's conflict files are not recognised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from core import clock
+from core.errors import InvalidInput
+from core.graph import history
+from core.graph.store import Store
+from core.vault import threeway
+from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
+from core.vault.note_file import render_note
+from core.vault.sync import CONFLICT_MARK, SyncReport, VaultSync
+
+_FRONTMATTER = re.compile(r"\A(---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z))", re.S | re.M)
+
+
+@dataclass
+class RoundReport:
+    folder: str
+    written: list[str] = field(default_factory=list)  # notes whose Cairn edit went to their file
+    merged: list[str] = field(default_factory=list)  # both sides changed, merged cleanly
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (note, the file holding Cairn's version)
+    trashed: list[tuple[str, str]] = field(default_factory=list)  # (note, where it went in .trash/)
+    restored: list[str] = field(default_factory=list)  # notes back from .trash/ (restored in Cairn)
+    imported: SyncReport | None = None
+
+    def as_dict(self) -> dict:
+        return {"folder": self.folder, "written": self.written, "merged": self.merged,
+                "conflicts": [{"note": n, "conflict_file": c} for n, c in self.conflicts],
+                "trashed": [{"note": n, "to": t} for n, t in self.trashed], "restored": self.restored,
+                "imported": self.imported.as_dict() if self.imported else None}
+
+
+def fingerprint(node: dict) -> str:
+    """What of a node its file carries, hashed: a change to any of it is a change to write."""
+    fields = [node["title"], node["description"], node["source"], node["link"], node["event_date"],
+              node["type"], sorted(d.lower() for d in node["dimensions"])]
+    return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class TwoWaySync:
+    def __init__(self, store: Store, folder: str | Path):
+        self.store = store
+        self.root = Path(folder).expanduser().resolve()
+        if not self.root.is_dir():
+            raise InvalidInput(f"There is no folder at {self.root}; nothing was changed.")
+        self.importer = VaultSync(store, self.root)
+        self.root_key = self.importer.root_key
+
+    # -- the round ----------------------------------------------------------------------------------
+    def round(self) -> RoundReport:
+        report = RoundReport(folder=self.root_key)
+        with history.acting_as(history.import_of(f"the vault {self.root.name}")):
+            self._cairn_to_files(report)
+            report.imported = self.importer.sync(prune=True)
+            self._agree()
+            self._settle_conflicts()
+        return report
+
+    def _settle_conflicts(self) -> None:
+        """A conflict whose file the user removed (having taken what they wanted from it) is resolved."""
+        rows = self.store.db.execute("SELECT id, conflict_rel FROM vault_conflicts WHERE root = ? AND resolved_at IS NULL",
+                                     (self.root_key,)).fetchall()
+        gone = [r["id"] for r in rows if not (self.root / r["conflict_rel"]).exists()]
+        if gone:
+            with self.store.db.transaction() as conn:
+                conn.executemany("UPDATE vault_conflicts SET resolved_at = ? WHERE id = ?",
+                                 [(clock.now(), i) for i in gone])
+
+    def _states(self) -> dict[int, dict]:
+        rows = self.store.db.execute("SELECT node_id, rel, base, node_fp, trashed FROM vault_notes WHERE root = ?",
+                                     (self.root_key,)).fetchall()
+        return {r["node_id"]: dict(r) for r in rows}
+
+    def _vault_nodes(self) -> dict[int, str]:
+        """{node id: its file's path} of the nodes this vault's import made (trashed ones not among them)."""
+        rows = self.store.db.execute(
+            "SELECT id, json_extract(metadata, '$.vault.path') AS rel FROM nodes"
+            " WHERE json_extract(metadata, '$.vault.root') = ?", (self.root_key,)).fetchall()
+        return {r["id"]: r["rel"] for r in rows}
+
+    def _cairn_to_files(self, report: RoundReport) -> None:
+        states = self._states()
+        live = self._vault_nodes()
+        for node_id, rel in sorted(live.items()):
+            state = states.get(node_id)
+            path = self.root / rel
+            if state is not None and state["trashed"] and not path.exists():
+                # restored in Cairn since its file went to .trash/: the file comes back too
+                if (self.root / state["trashed"]).is_file():
+                    rel = restore_from_trash(self.root, state["trashed"], rel)
+                    path = self.root / rel
+                    report.restored.append(rel)
+                self.store.db.execute("UPDATE vault_notes SET trashed = NULL WHERE node_id = ?", (node_id,))
+            if not path.is_file():
+                continue  # gone from the folder: the import trashes the node (or lists it missing)
+            file_text = path.read_bytes().decode("utf-8", "surrogateescape")
+            node = self.store.get_node(node_id)
+            if state is None:
+                self._first_round(node, rel, file_text, report)
+                continue
+            node_changed = fingerprint(node) != state["node_fp"]
+            file_changed = file_text != state["base"]
+            if not node_changed:
+                continue  # a change of the file alone is the import's
+            ours = render_note(node, existing_text=state["base"] if file_changed else file_text, rel=rel)
+            if not file_changed:
+                if ours != file_text:
+                    write_atomic(path, ours)
+                    report.written.append(rel)
+                continue
+            self._merge(rel, state["base"], ours, file_text, report)
+        # Notes trashed in Cairn: their files go to the vault's .trash/ (Obsidian's convention), never deleted.
+        for node_id, state in sorted(states.items()):
+            if node_id in live or state["trashed"] or not self._in_trash(node_id):
+                continue
+            path = self.root / state["rel"]
+            if not path.is_file():
+                continue
+            if path.read_bytes().decode("utf-8", "surrogateescape") != state["base"]:
+                continue  # edited in the folder meanwhile: the import brings it back rather than hide the edit
+            moved = move_to_trash(self.root, state["rel"])
+            self.store.db.execute("UPDATE vault_notes SET trashed = ? WHERE node_id = ?", (moved, node_id))
+            report.trashed.append((state["rel"], moved))
+
+    def _first_round(self, node: dict, rel: str, file_text: str, report: RoundReport) -> None:
+        """No agreement yet (a vault imported before two-way sync): the import is the agreement."""
+        imported_sha = ((node.get("metadata") or {}).get("vault") or {}).get("sha256")
+        file_changed = hashlib.sha256(file_text.encode("utf-8", "surrogateescape")).hexdigest() != imported_sha
+        node_changed = self._changed_since_import(node["id"])
+        if not node_changed:
+            return  # the import brings any change of the file
+        ours = render_note(node, existing_text=file_text, rel=rel)
+        if not file_changed:
+            if ours != file_text:
+                write_atomic(self.root / rel, ours)
+                report.written.append(rel)
+            return
+        self._conflict(rel, ours, report)  # no base to merge against: keep both, the file's in the note
+
+    def _changed_since_import(self, node_id: int) -> bool:
+        """Whether anyone but an import wrote the node after its last import (core/graph/history.py)."""
+        for change in history.changes(self.store.db, node_id, limit=50):
+            if change.kind == "node":
+                return not change.actor.startswith("import of")
+        return False
+
+    def _merge(self, rel: str, base: str, ours: str, theirs: str, report: RoundReport) -> None:
+        b_front, b_body = _split(base)
+        o_front, o_body = _split(ours)
+        t_front, t_body = _split(theirs)
+        body = threeway.merge_text(b_body, o_body, t_body)
+        fields = threeway.merge_fields(_fields(b_front), _fields(o_front), _fields(t_front))
+        if not body.clean or not fields.clean:
+            self._conflict(rel, ours, report)
+            return
+        front = t_front if fields.fields == _fields(t_front) else _dump_front(fields.fields, theirs)
+        merged = front + body.text
+        if merged != theirs:
+            write_atomic(self.root / rel, merged)
+        report.merged.append(rel)
+
+    def _conflict(self, rel: str, ours: str, report: RoundReport) -> None:
+        """The file's version stays (the import puts it in the note); Cairn's goes whole into a sibling
+        file, named so the import skips it, and a conflict entry lists it until it is resolved."""
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H%M")
+        stem, dot, suffix = rel.rpartition(".")
+        name = f"{stem} {CONFLICT_MARK}{stamp}).{suffix}" if dot else f"{rel} {CONFLICT_MARK}{stamp})"
+        n = 2
+        while (self.root / name).exists():
+            name = f"{stem} {CONFLICT_MARK}{stamp}) {n}.{suffix}"
+            n += 1
+        write_atomic(self.root / name, ours)
+        with self.store.db.transaction() as conn:
+            conn.execute("INSERT INTO vault_conflicts(root, rel, conflict_rel, created_at) VALUES (?, ?, ?, ?)",
+                         (self.root_key, rel, name, clock.now()))
+        report.conflicts.append((rel, name))
+
+    def _in_trash(self, node_id: int) -> bool:
+        return self.store.db.execute("SELECT 1 FROM trash WHERE node_id = ? LIMIT 1", (node_id,)).fetchone() is not None
+
+    def _agree(self) -> None:
+        """After the import: each note's file and node as they are now are the new agreement."""
+        live = self._vault_nodes()
+        nodes = {n["id"]: n for n in self.store.get_nodes(live)}
+        with self.store.db.transaction() as conn:
+            for node_id, rel in live.items():
+                path = self.root / rel
+                if node_id not in nodes or not path.is_file():
+                    continue
+                conn.execute(
+                    "INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
+                    " base = excluded.base, node_fp = excluded.node_fp, trashed = NULL",
+                    (node_id, self.root_key, rel, path.read_bytes().decode("utf-8", "surrogateescape"),
+                     fingerprint(nodes[node_id])))
+
+
+def open_conflicts(store: Store) -> list[dict]:
+    """The conflicts a round kept and the user has not resolved yet, oldest first."""
+    return [dict(r) for r in store.db.execute(
+        "SELECT id, root, rel, conflict_rel, created_at FROM vault_conflicts WHERE resolved_at IS NULL ORDER BY id")]
+
+
+def _split(text: str) -> tuple[str, str]:
+    m = _FRONTMATTER.match(text)
+    return (m.group(1), text[m.end():]) if m else ("", text)
+
+
+def _fields(front: str) -> dict:
+    m = _FRONTMATTER.match(front)
+    if not m:
+        return {}
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(m.group(2))
+    except yaml.YAMLError:
+        return {"\0unreadable": front}  # compared as a whole: any change to it on both sides conflicts
+    return loaded if isinstance(loaded, dict) else {"\0unreadable": front}
+
+
+def _dump_front(fields: dict, like: str) -> str:
+    import yaml
+
+    eol = "\r\n" if "\r\n" in like else "\n"
+    head = yaml.safe_dump(fields, allow_unicode=True, sort_keys=False, default_flow_style=False, width=1_000_000)
+    return f"---{eol}{head.replace(chr(10), eol)}---{eol}"

@@ -1,0 +1,158 @@
+"""A markdown folder and Cairn as two replicas (core/vault/twoway.py): a round writes Cairn's edits to
+their files, imports the files' edits, merges edits on both sides, and keeps an overlapping one as a
+conflict file; never a silent loss. Real files, the real importer, a real SQLite file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.vault.sync import import_vault
+from core.vault.twoway import CONFLICT_MARK, TwoWaySync, open_conflicts
+
+GARDEN = """---
+tags: [garden]
+mood: sunny
+---
+# Tomatoes
+
+Water them in the morning.
+Feed them every two weeks.
+Pick them when red.
+"""
+
+
+@pytest.fixture
+def vault(tmp_path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "Tomatoes.md").write_text(GARDEN, encoding="utf-8")
+    (root / "Basil.md").write_text("Basil likes warmth.\n", encoding="utf-8")
+    return root
+
+
+def _node(store, title):
+    row = store.db.execute("SELECT id FROM nodes WHERE title = ?", (title,)).fetchone()
+    return store.get_node(row[0])
+
+
+def test_an_edit_in_cairn_reaches_its_file_keeping_the_users_frontmatter(store, vault):
+    sync = TwoWaySync(store, vault)
+    sync.round()
+    node = _node(store, "Tomatoes")
+    store.update_node(node["id"], source=node["source"].replace("every two weeks", "every week"))
+    report = TwoWaySync(store, vault).round()
+    text = (vault / "Tomatoes.md").read_text(encoding="utf-8")
+    assert report.written == ["Tomatoes.md"]
+    assert "Feed them every week." in text and "every two weeks" not in text
+    assert text.startswith("---\ntags: [garden]\nmood: sunny\n---\n")  # the user's keys, their order, their style
+    # what Cairn wrote is not imported back as a change, and the next round has nothing to do
+    again = TwoWaySync(store, vault).round()
+    assert again.written == [] and again.merged == [] and again.imported.changed == []
+    assert (vault / "Tomatoes.md").read_text(encoding="utf-8") == text
+
+
+def test_an_edit_of_the_file_reaches_cairn(store, vault):
+    TwoWaySync(store, vault).round()
+    (vault / "Basil.md").write_text("Basil likes warmth and sun.\n", encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    assert report.written == [] and "Basil.md" in report.imported.changed
+    assert _node(store, "Basil")["source"] == "Basil likes warmth and sun.\n"
+
+
+def test_edits_on_both_sides_apart_are_merged_into_both(store, vault):
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Tomatoes")
+    store.update_node(node["id"], source=node["source"].replace("in the morning", "at dawn"))
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("when red", "when deep red"), encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    assert report.merged == ["Tomatoes.md"] and report.conflicts == []
+    text = path.read_text(encoding="utf-8")
+    assert "Water them at dawn." in text and "Pick them when deep red." in text
+    source = _node(store, "Tomatoes")["source"]
+    assert "Water them at dawn." in source and "Pick them when deep red." in source
+    assert open_conflicts(store) == []
+
+
+def test_overlapping_edits_keep_the_files_version_and_cairns_whole_beside_it(store, vault):
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Tomatoes")
+    store.update_node(node["id"], source=node["source"].replace("in the morning", "at dawn"))
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("in the morning", "in the evening"), encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    assert len(report.conflicts) == 1
+    rel, kept = report.conflicts[0]
+    assert rel == "Tomatoes.md" and kept.startswith("Tomatoes " + CONFLICT_MARK)
+    assert "in the evening" in path.read_text(encoding="utf-8")  # the file's version stays ...
+    assert "in the evening" in _node(store, "Tomatoes")["source"]  # ... and is the note's
+    assert "Water them at dawn." in (vault / kept).read_text(encoding="utf-8")  # Cairn's, whole, beside it
+    assert [c["conflict_rel"] for c in open_conflicts(store)] == [kept]
+    # the conflict file is no note of its own
+    assert store.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2
+    assert any(r == kept for r, _ in report.imported.skipped)
+    # listed until the user removes the file, having taken what they wanted from it
+    assert [c["conflict_rel"] for c in open_conflicts(store)] == [kept]
+    (vault / kept).unlink()
+    TwoWaySync(store, vault).round()
+    assert open_conflicts(store) == []
+
+
+def test_a_note_trashed_in_cairn_moves_its_file_to_the_vaults_trash_and_back(store, vault):
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Basil")
+    store.delete_node(node["id"])
+    report = TwoWaySync(store, vault).round()
+    assert report.trashed == [("Basil.md", ".trash/Basil.md")]
+    assert not (vault / "Basil.md").exists() and (vault / ".trash" / "Basil.md").read_text() == "Basil likes warmth.\n"
+    store.restore_node(node["id"])
+    report = TwoWaySync(store, vault).round()
+    assert report.restored == ["Basil.md"] and (vault / "Basil.md").is_file()
+    assert store.get_node(node["id"])["source"] == "Basil likes warmth.\n"
+
+
+def test_a_vault_imported_before_keeps_the_edits_made_in_cairn_since(store, vault):
+    """The complaint of issue 23: the next import after the file changed replaced the Cairn edit."""
+    import_vault(store, vault)  # one-way, as before two-way sync
+    node = _node(store, "Tomatoes")
+    store.update_node(node["id"], source=node["source"].replace("in the morning", "at dawn"))
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("when red", "when deep red"), encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    kept = [c for _, c in report.conflicts]
+    assert kept and "Water them at dawn." in (vault / kept[0]).read_text(encoding="utf-8")  # nothing lost
+    assert "when deep red" in _node(store, "Tomatoes")["source"]
+    # with only the Cairn edit, it is simply written
+    node = _node(store, "Basil")
+    store.update_node(node["id"], source="Basil likes warmth, not wind.\n")
+    TwoWaySync(store, vault).round()
+    assert (vault / "Basil.md").read_text(encoding="utf-8") == "Basil likes warmth, not wind.\n"
+
+
+def test_cairn_sync_reports_each_way_and_the_conflicts(cairn_cmd, cli_env, vault):
+    import json
+    import subprocess
+
+    def cairn(*args):
+        return subprocess.run([*cairn_cmd, *map(str, args)], env=cli_env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+
+    no_folder = cairn("sync")
+    assert no_folder.returncode == 2 and "cairn config set vault.path" in no_folder.stderr
+    assert cairn("config", "set", "vault.path", vault).returncode == 0
+    first = cairn("sync", "--no-index")
+    assert first.returncode == 0, first.stderr
+    node = json.loads(cairn("search", "Tomatoes", "--json").stdout)[0]
+    assert cairn("edit", node["id"], "--description", "the red ones").returncode == 0
+    done = cairn("sync", "--no-index", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["written"] == ["Tomatoes.md"]
+    assert "description: the red ones" in (vault / "Tomatoes.md").read_text(encoding="utf-8")
+    # an overlap: exit status 1, the conflict named
+    assert cairn("edit", node["id"], "--description", "the green ones").returncode == 0
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("the red ones", "the yellow ones"), encoding="utf-8")
+    clash = cairn("sync", "--no-index")
+    assert clash.returncode == 1 and "conflict Tomatoes.md: the file's version is kept; Cairn's is in" in clash.stdout
