@@ -156,3 +156,42 @@ def test_cairn_sync_reports_each_way_and_the_conflicts(cairn_cmd, cli_env, vault
     path.write_text(path.read_text(encoding="utf-8").replace("the red ones", "the yellow ones"), encoding="utf-8")
     clash = cairn("sync", "--no-index")
     assert clash.returncode == 1 and "conflict Tomatoes.md: the file's version is kept; Cairn's is in" in clash.stdout
+
+
+def test_sync_engines_leftovers_are_understood(store, vault):
+    TwoWaySync(store, vault).round()
+    (vault / "Basil.sync-conflict-20261203-101010-ABCDEFG.md").write_text("Basil from the laptop.\n")
+    node = _node(store, "Tomatoes")
+    store.update_node(node["id"], source=node["source"] + "Stake them.\n")
+    path = vault / "Tomatoes.md"
+    conflicted = GARDEN.replace("Water them in the morning.\n",
+                                "<<<<<<< HEAD\nWater them at dawn.\n=======\nWater them at dusk.\n>>>>>>> abc123\n")
+    path.write_text(conflicted, encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    skipped = dict(report.imported.skipped)
+    assert "Syncthing conflict copy" in skipped["Basil.sync-conflict-20261203-101010-ABCDEFG.md"]
+    assert "git conflict markers" in skipped["Tomatoes.md"] and report.held[0][0] == "Tomatoes.md"
+    assert path.read_text(encoding="utf-8") == conflicted  # not written over
+    assert "<<<<<<<" not in _node(store, "Tomatoes")["source"] and "Stake them." in _node(store, "Tomatoes")["source"]
+    assert store.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2
+    # the merge finished in the file: the next round merges as usual (Cairn's line and the file's)
+    path.write_text(GARDEN.replace("in the morning", "at dusk"), encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    assert report.held == [] and report.merged == ["Tomatoes.md"]
+    text = path.read_text(encoding="utf-8")
+    assert "Water them at dusk." in text and "Stake them." in text
+
+
+def test_doctor_lists_a_sync_conflict_until_it_is_resolved(store, vault):
+    from core.ops import doctor
+
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Basil")
+    store.update_node(node["id"], source="Basil likes shade.\n")
+    (vault / "Basil.md").write_text("Basil likes wind.\n", encoding="utf-8")
+    kept = TwoWaySync(store, vault).round().conflicts[0][1]
+    found = {f.check: f for f in doctor.check(store).findings}["vault_conflicts"]
+    assert found.count == 1 and kept in found.detail
+    (vault / kept).unlink()
+    TwoWaySync(store, vault).round()
+    assert {f.check: f for f in doctor.check(store).findings}["vault_conflicts"].count == 0

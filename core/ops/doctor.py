@@ -37,7 +37,7 @@ class Finding:
 
 
 # Problems `cairn doctor --repair` cannot fix; each one's detail says what to do instead.
-NOT_REPAIRABLE = frozenset({"link_dictionary", "read_only", "log_file"})
+NOT_REPAIRABLE = frozenset({"link_dictionary", "read_only", "log_file", "vault_conflicts"})
 
 
 @dataclass
@@ -166,6 +166,8 @@ def check(store: Store, *, repair: bool = False, embedder_name: str | None = Non
         _history_bound(store, keep_versions, repair, report)
     _link_dictionary(report)
     _log_file(report)
+    with guarded("vault_conflicts"):
+        _vault_conflicts(store, report)
 
     if repair and not damaged:
         requeue |= set(errors)
@@ -256,6 +258,19 @@ def _permissions(store: Store, repair: bool, report: DoctorReport) -> None:
             os.chmod(folder, paths.PRIVATE_FOLDER)
         finding.repaired = not any(map(paths.readable_by_others, [*open_files, *([folder] if open_folder else [])]))
     report.findings.append(finding)
+
+
+def _vault_conflicts(store: Store, report: DoctorReport) -> None:
+    """The notes a two-way sync kept both versions of (core/vault/twoway.py), until the user resolves them."""
+    from core.vault.twoway import open_conflicts
+
+    found = open_conflicts(store)
+    if not found:
+        report.findings.append(Finding("vault_conflicts", 0, "no sync conflict waiting"))
+        return
+    report.findings.append(Finding("vault_conflicts", len(found), "; ".join(
+        f"{c['rel']}: Cairn's version is in {c['conflict_rel']}" for c in found)
+        + " — keep what you want in the note, then delete the conflict file (cairn sync sees it resolved)"))
 
 
 def _log_file(report: DoctorReport) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 from collections import defaultdict
@@ -51,6 +52,16 @@ OUTSIDE_FILE = "a link to a file outside the vault"
 OUTSIDE_FOLDER = "a link to a folder outside the vault"
 CONFLICT_MARK = "(conflict from Cairn "  # in the name of a file core/vault/twoway.py keeps for a conflict
 CONFLICT_FILE = "Cairn's version of a note kept by a sync conflict (not a note; cairn sync lists it)"
+SYNCTHING_COPY = ("a Syncthing conflict copy (not a note: compare it with its note, keep what you want in the "
+                  "note, then delete it)")
+GIT_MARKERS = ("git conflict markers (<<<<<<< … >>>>>>>): finish the merge in the file; the note keeps its "
+               "text until then")
+_GIT_CONFLICT = re.compile(r"^<{7}(?: |$).*?^={7}$.*?^>{7}(?: |$)", re.S | re.M)
+
+
+def has_git_conflict(text: str) -> bool:
+    """Whether a file holds an unfinished git merge (its conflict markers), which is no note's text."""
+    return "<<<<<<<" in text and _GIT_CONFLICT.search(text) is not None
 
 
 def inside(path: str, root: str) -> bool:
@@ -223,6 +234,9 @@ class VaultSync:
                     continue
                 if CONFLICT_MARK in name:  # Cairn's version of a note kept by a sync conflict (core/vault/twoway.py)
                     report.skipped.append((rel, CONFLICT_FILE))
+                    continue
+                if ".sync-conflict-" in name:  # Syncthing's copy of a file changed on two devices at once
+                    report.skipped.append((rel, SYNCTHING_COPY))
                     continue
                 files[rel] = (st.st_size, st.st_mtime_ns)
         link_skips = self._linked_notes(links, files)
@@ -429,6 +443,8 @@ class VaultSync:
                     if not inside(os.path.realpath(self.root / rel), self.root_key):
                         raise Skip(OUTSIDE_FILE)
                     note = read_note(self.root / rel, rel, self.max_bytes)
+                    if has_git_conflict(note.source):
+                        raise Skip(GIT_MARKERS)
                 except Skip as exc:
                     self.skipped[rel] = (files[rel], str(exc))
                     report.skipped.append((rel, str(exc)))

@@ -22,8 +22,12 @@ unchanged since its import gets the node's later edits; a file changed since, wh
 change after the import, is imported; both changed is a conflict (nothing lost: Cairn's version goes
 into the conflict file, the history keeps both).
 
-Not yet: notes made in Cairn get no file of their own, the app and `cairn watch` do not write back
-continuously (only `cairn sync` does), and Syncthing's conflict files are not recognised.
+Sync engines' leftovers: a file with git's conflict markers is held (neither read nor written) until the
+merge is finished; Syncthing's `.sync-conflict-` copies and Cairn's own conflict files are no notes;
+`.trash/` and editors' dot-files are never read.
+
+Not yet: notes made in Cairn get no file of their own, and the app and `cairn watch` do not write back
+continuously (only `cairn sync` does).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from core.graph.store import Store
 from core.vault import threeway
 from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
 from core.vault.note_file import render_note
-from core.vault.sync import CONFLICT_MARK, SyncReport, VaultSync
+from core.vault.sync import CONFLICT_MARK, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
 
 _FRONTMATTER = re.compile(r"\A(---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z))", re.S | re.M)
 
@@ -55,12 +59,14 @@ class RoundReport:
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (note, the file holding Cairn's version)
     trashed: list[tuple[str, str]] = field(default_factory=list)  # (note, where it went in .trash/)
     restored: list[str] = field(default_factory=list)  # notes back from .trash/ (restored in Cairn)
+    held: list[tuple[str, str]] = field(default_factory=list)  # (note, why it was left alone this round)
     imported: SyncReport | None = None
 
     def as_dict(self) -> dict:
         return {"folder": self.folder, "written": self.written, "merged": self.merged,
                 "conflicts": [{"note": n, "conflict_file": c} for n, c in self.conflicts],
                 "trashed": [{"note": n, "to": t} for n, t in self.trashed], "restored": self.restored,
+                "held": [{"note": n, "why": w} for n, w in self.held],
                 "imported": self.imported.as_dict() if self.imported else None}
 
 
@@ -128,6 +134,9 @@ class TwoWaySync:
             if not path.is_file():
                 continue  # gone from the folder: the import trashes the node (or lists it missing)
             file_text = path.read_bytes().decode("utf-8", "surrogateescape")
+            if has_git_conflict(file_text):
+                report.held.append((rel, GIT_MARKERS))  # neither written nor read until the merge is done
+                continue
             node = self.store.get_node(node_id)
             if state is None:
                 self._first_round(node, rel, file_text, report)
@@ -221,12 +230,14 @@ class TwoWaySync:
                 path = self.root / rel
                 if node_id not in nodes or not path.is_file():
                     continue
+                text = path.read_bytes().decode("utf-8", "surrogateescape")
+                if has_git_conflict(text):
+                    continue  # no agreement with an unfinished merge: the last one stands
                 conn.execute(
                     "INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
                     " base = excluded.base, node_fp = excluded.node_fp, trashed = NULL",
-                    (node_id, self.root_key, rel, path.read_bytes().decode("utf-8", "surrogateescape"),
-                     fingerprint(nodes[node_id])))
+                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id])))
 
 
 def open_conflicts(store: Store) -> list[dict]:

@@ -266,6 +266,8 @@ def cmd_sync(args, out: Out) -> int:
         out.text("trashed ", (rel, "bold"), (f" → {moved}", "dim"))
     for rel in report.restored:
         out.text("restored ", (rel, "bold"), (" (back from .trash/)", "dim"))
+    for rel, why in report.held:
+        out.text(("held ", "yellow"), (rel, "bold"), (f": {why}", "yellow"))
     if report.imported is not None:
         _print_vault_report(out, report.imported)
     for c in conflicts:
