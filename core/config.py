@@ -183,6 +183,8 @@ class VaultSettings:
     path: str = setting("", "the markdown folder Cairn keeps in step both ways: `cairn sync` with no folder "
                             "syncs it (the app and `cairn watch` still only import from it)")
     watch: str = setting("", "a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)")
+    new_notes: str = setting("", "the sub-folder of vault.path where `cairn sync` puts the files of notes made in "
+                                 "Cairn; empty: the top of the folder")
 
 
 @dataclass

@@ -195,3 +195,28 @@ def test_doctor_lists_a_sync_conflict_until_it_is_resolved(store, vault):
     (vault / kept).unlink()
     TwoWaySync(store, vault).round()
     assert {f.check: f for f in doctor.check(store).findings}["vault_conflicts"].count == 0
+
+
+def test_notes_made_in_cairn_get_files_after_the_first_sync_asks(store, vault):
+    from core.graph import history
+
+    made = store.add_node("Seed catalogue", "Order by March.")
+    with history.acting_as(history.GETTING_STARTED):
+        store.add_node("Welcome to Cairn", "the built-in guide")  # Cairn's own: no file
+    first = TwoWaySync(store, vault).round()
+    assert first.would_create == ["Seed catalogue"] and first.created == []
+    assert not (vault / "Seed catalogue.md").exists()
+    (vault / "Seed catalogue.md").write_text("someone else's note\n")  # a name taken: never overwritten
+    agreed = TwoWaySync(store, vault).round(create_new=True, new_notes="Inbox")
+    assert agreed.created == ["Inbox/Seed catalogue.md"]
+    assert (vault / "Inbox" / "Seed catalogue.md").read_text(encoding="utf-8").endswith("Order by March.")
+    assert (vault / "Seed catalogue.md").read_text() == "someone else's note\n"
+    # the file is the node's, not a second note; later notes follow without asking
+    titles = sorted(r[0] for r in store.db.execute("SELECT title FROM nodes"))
+    assert titles.count("Seed catalogue") == 2  # the other file's note, imported; and ours, once
+    assert store.get_node(made["id"])["source"] == "Order by March."
+    store.add_node("Pruning", "Cut back in autumn.")
+    later = TwoWaySync(store, vault).round()
+    assert later.created == ["Pruning.md"] and later.would_create == []
+    assert not any(r[0] == "Welcome to Cairn" for r in store.db.execute(
+        "SELECT title FROM nodes WHERE json_type(metadata, '$.vault') IS NOT NULL"))

@@ -71,7 +71,9 @@ def after_write(current: str | None, writer: str) -> str:
     user's edit leaves an outsider's origin in place."""
     if writer not in ORIGINS:
         raise ValueError(f"unknown origin {writer!r}")
-    return writer if not trusted(writer) else (current or USER)
+    if current is None:  # a new node: its text is its writer's
+        return writer
+    return writer if not trusted(writer) else current
 
 
 def least_trusted(*origins: str | None) -> str:

@@ -26,8 +26,13 @@ Sync engines' leftovers: a file with git's conflict markers is held (neither rea
 merge is finished; Syncthing's `.sync-conflict-` copies and Cairn's own conflict files are no notes;
 `.trash/` and editors' dot-files are never read.
 
-Not yet: notes made in Cairn get no file of their own, and the app and `cairn watch` do not write back
-continuously (only `cairn sync` does).
+Notes made in Cairn (not memories, not Cairn's built-in guide, not another vault's) get a file of their
+own in the folder (`new_notes`, a sub-folder, or its top), named from the title as `cairn export` names
+files, never over an existing one. The first time a database that already holds such notes is synced
+with a folder, the round only lists them (`RoundReport.would_create`) unless `create_new` says yes;
+once agreed, later notes follow without asking.
+
+Not yet: the app and `cairn watch` do not write back continuously (only `cairn sync` does).
 """
 
 from __future__ import annotations
@@ -45,7 +50,9 @@ from core.graph import history
 from core.graph.store import Store
 from core.vault import threeway
 from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
+from core.vault.export import safe_name
 from core.vault.note_file import render_note
+from core.vault.parse import read_note
 from core.vault.sync import CONFLICT_MARK, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
 
 _FRONTMATTER = re.compile(r"\A(---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z))", re.S | re.M)
@@ -60,13 +67,16 @@ class RoundReport:
     trashed: list[tuple[str, str]] = field(default_factory=list)  # (note, where it went in .trash/)
     restored: list[str] = field(default_factory=list)  # notes back from .trash/ (restored in Cairn)
     held: list[tuple[str, str]] = field(default_factory=list)  # (note, why it was left alone this round)
+    created: list[str] = field(default_factory=list)  # new files for notes made in Cairn
+    would_create: list[str] = field(default_factory=list)  # ... not written: the first time asks first
     imported: SyncReport | None = None
 
     def as_dict(self) -> dict:
         return {"folder": self.folder, "written": self.written, "merged": self.merged,
                 "conflicts": [{"note": n, "conflict_file": c} for n, c in self.conflicts],
                 "trashed": [{"note": n, "to": t} for n, t in self.trashed], "restored": self.restored,
-                "held": [{"note": n, "why": w} for n, w in self.held],
+                "held": [{"note": n, "why": w} for n, w in self.held], "created": self.created,
+                "would_create": self.would_create,
                 "imported": self.imported.as_dict() if self.imported else None}
 
 
@@ -87,9 +97,12 @@ class TwoWaySync:
         self.root_key = self.importer.root_key
 
     # -- the round ----------------------------------------------------------------------------------
-    def round(self) -> RoundReport:
+    def round(self, *, create_new: bool | None = None, new_notes: str = "") -> RoundReport:
+        """`create_new`: write files for the notes made in Cairn (None: only when this folder was agreed
+        to before; True: now, and from now on; False: not). `new_notes`: the folder for them."""
         report = RoundReport(folder=self.root_key)
         with history.acting_as(history.import_of(f"the vault {self.root.name}")):
+            self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
             report.imported = self.importer.sync(prune=True)
             self._agree()
@@ -164,6 +177,39 @@ class TwoWaySync:
             moved = move_to_trash(self.root, state["rel"])
             self.store.db.execute("UPDATE vault_notes SET trashed = ? WHERE node_id = ?", (moved, node_id))
             report.trashed.append((state["rel"], moved))
+
+    def _new_files(self, report: RoundReport, create_new: bool | None, new_notes: str) -> None:
+        """Files for the notes made in Cairn; the node is claimed for its file as an import would."""
+        agreed_key = f"vault_new_notes:{self.root_key}"
+        rows = self.store.db.execute(
+            "SELECT id FROM nodes WHERE json_type(metadata, '$.vault') IS NULL AND type != 'memory'"
+            " AND origin != 'cairn' ORDER BY id").fetchall()
+        if not rows:
+            if create_new is None and self.store.meta(agreed_key) is None:
+                self.store.set_meta(agreed_key, clock.now())  # nothing to ask about: later notes just follow
+            return
+        if create_new is False or (create_new is None and self.store.meta(agreed_key) is None):
+            report.would_create = [self.store.get_node(r["id"])["title"] for r in rows]
+            return
+        self.store.set_meta(agreed_key, self.store.meta(agreed_key) or clock.now())
+        folder = [p for p in new_notes.strip("/").split("/") if p] if new_notes else []
+        for node in self.store.get_nodes(r["id"] for r in rows):
+            rel = self._free_name(folder, safe_name(node["title"]))
+            write_atomic(self.root / rel, render_note(node, existing_text=None, rel=rel))
+            note = read_note(self.root / rel, rel)
+            meta = dict(node.get("metadata") or {})
+            meta["vault"] = self.importer._vault_meta(note)
+            self.store.update_node(node["id"], metadata=meta)
+            report.created.append(rel)
+
+    def _free_name(self, folder: list[str], stem: str) -> str:
+        n = 1
+        while True:
+            name = f"{stem}.md" if n == 1 else f"{stem} {n}.md"
+            rel = "/".join([*folder, name])
+            if not (self.root / rel).exists():
+                return rel
+            n += 1
 
     def _first_round(self, node: dict, rel: str, file_text: str, report: RoundReport) -> None:
         """No agreement yet (a vault imported before two-way sync): the import is the agreement."""

@@ -243,14 +243,25 @@ def cmd_sync(args, out: Out) -> int:
     """One round both ways between the database and a markdown folder (core/vault/twoway.py)."""
     from core.vault.twoway import TwoWaySync, open_conflicts
 
+    cfg = load_config(args)
     folder = args.path
     if folder is None:
-        cfg = load_config(args)
         folder = cfg.vault.path or cfg.vault.watch
         if not folder:
             raise UsageError("Name the folder (cairn sync FOLDER), or bind one: cairn config set vault.path FOLDER.")
     with open_store(args) as store:
-        report = TwoWaySync(store, Path(folder).expanduser()).round()
+        sync = TwoWaySync(store, Path(folder).expanduser())
+        report = sync.round(create_new=True if args.yes else None, new_notes=cfg.vault.new_notes)
+        if report.would_create and sys.stdin.isatty() and sys.stderr.isatty() and not out.as_json:
+            # the first sync with this folder: say what would be written into it, and ask
+            shown = "\n".join(f"  {printable(t)}" for t in report.would_create[:20])
+            more = f"\n  … and {len(report.would_create) - 20} more" if len(report.would_create) > 20 else ""
+            sys.stderr.write(f"{len(report.would_create)} notes made in Cairn have no file in {sync.root} yet:\n"
+                             f"{shown}{more}\nWrite them into the folder (and every new note from now on)? [y/N] ")
+            sys.stderr.flush()
+            if sys.stdin.readline().strip().lower() in ("y", "yes"):
+                created = sync.round(create_new=True, new_notes=cfg.vault.new_notes)
+                report.created, report.would_create = created.created, []
         conflicts = open_conflicts(store)
         state: dict = {}
         if report.imported is not None:
@@ -268,6 +279,11 @@ def cmd_sync(args, out: Out) -> int:
         out.text("restored ", (rel, "bold"), (" (back from .trash/)", "dim"))
     for rel, why in report.held:
         out.text(("held ", "yellow"), (rel, "bold"), (f": {why}", "yellow"))
+    for rel in report.created:
+        out.text("created ", (rel, "bold"), (" (a note made in Cairn)", "dim"))
+    if report.would_create:
+        out.text((f"{len(report.would_create)} notes made in Cairn have no file in the folder yet; `cairn sync --yes` "
+                  "writes them (and every new note from then on).", "yellow"))
     if report.imported is not None:
         _print_vault_report(out, report.imported)
     for c in conflicts:
@@ -292,6 +308,8 @@ def register(verbs: Verbs) -> None:
     p.add_argument("path", metavar="FOLDER", nargs="?", type=path_arg,
                    help="the folder (default: vault.path in the config)")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed the notes that changed")
+    p.add_argument("--yes", "-y", action="store_true", help="write files for the notes made in Cairn without asking "
+                   "(the first sync with a folder asks)")
     p = verbs.add("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
                   "(Ctrl-C stops)")
     p.add_argument("path", metavar="PATH", type=path_arg, help="the folder of .md notes")
