@@ -220,3 +220,21 @@ def test_notes_made_in_cairn_get_files_after_the_first_sync_asks(store, vault):
     assert later.created == ["Pruning.md"] and later.would_create == []
     assert not any(r[0] == "Welcome to Cairn" for r in store.db.execute(
         "SELECT title FROM nodes WHERE json_type(metadata, '$.vault') IS NOT NULL"))
+
+
+def test_a_note_restored_in_cairn_brings_back_a_file_another_tool_moved_to_the_trash(store, vault):
+    """Obsidian's delete, or a pull from a device where the note was trashed, moves the file to .trash/;
+    restoring the note in Cairn brings the file back (it did not stick before: the next import trashed it)."""
+    import os
+
+    TwoWaySync(store, vault).round()
+    (vault / ".trash").mkdir()
+    os.rename(vault / "Basil.md", vault / ".trash" / "Basil.md")
+    assert TwoWaySync(store, vault).round().imported.trashed == ["Basil.md"]
+    node_id = store.trash()[0]["node_id"]
+    store.restore_node(node_id)
+    report = TwoWaySync(store, vault).round()
+    assert report.restored == ["Basil.md"] and report.imported.trashed == []
+    assert (vault / "Basil.md").read_text() == "Basil likes warmth.\n" and not (vault / ".trash" / "Basil.md").exists()
+    assert TwoWaySync(store, vault).round().imported.trashed == []  # it sticks
+    assert store.get_node(node_id)["title"] == "Basil"

@@ -95,17 +95,21 @@ class TwoWaySync:
             raise InvalidInput(f"There is no folder at {self.root}; nothing was changed.")
         self.importer = VaultSync(store, self.root)
         self.root_key = self.importer.root_key
+        self._touched: set[int] = set()  # node ids this round must record a new agreement for
 
     # -- the round ----------------------------------------------------------------------------------
     def round(self, *, create_new: bool | None = None, new_notes: str = "") -> RoundReport:
         """`create_new`: write files for the notes made in Cairn (None: only when this folder was agreed
         to before; True: now, and from now on; False: not). `new_notes`: the folder for them."""
         report = RoundReport(folder=self.root_key)
+        self._touched = set()
         with history.acting_as(history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
             report.imported = self.importer.sync(prune=True)
-            self._agree()
+            held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
+            report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
+            self._agree(report)
             self._settle_conflicts()
         return report
 
@@ -132,32 +136,35 @@ class TwoWaySync:
         return {r["id"]: r["rel"] for r in rows}
 
     def _cairn_to_files(self, report: RoundReport) -> None:
+        """Only the notes whose node changed since the agreement (or that have none yet) have their file
+        read: a round with nothing changed in Cairn reads no file of its own (the import stats them)."""
         states = self._states()
         live = self._vault_nodes()
+        nodes = {n["id"]: n for n in self.store.get_nodes(live)}
         for node_id, rel in sorted(live.items()):
             state = states.get(node_id)
+            node = nodes.get(node_id)
+            if node is None:
+                continue
+            node_changed = state is None or fingerprint(node) != state["node_fp"]
             path = self.root / rel
-            if state is not None and state["trashed"] and not path.exists():
-                # restored in Cairn since its file went to .trash/: the file comes back too
-                if (self.root / state["trashed"]).is_file():
-                    rel = restore_from_trash(self.root, state["trashed"], rel)
-                    path = self.root / rel
-                    report.restored.append(rel)
-                self.store.db.execute("UPDATE vault_notes SET trashed = NULL WHERE node_id = ?", (node_id,))
-            if not path.is_file():
-                continue  # gone from the folder: the import trashes the node (or lists it missing)
+            if state is not None and not path.exists():
+                back = self._restore_file(node_id, state, rel, report)
+                if back is None:
+                    continue  # gone from the folder: the import trashes the node (or lists it missing)
+                rel, path = back, self.root / back
+                self._touched.add(node_id)
+            if not node_changed or not path.is_file():
+                continue  # a change of the file alone is the import's
+            self._touched.add(node_id)
             file_text = path.read_bytes().decode("utf-8", "surrogateescape")
             if has_git_conflict(file_text):
                 report.held.append((rel, GIT_MARKERS))  # neither written nor read until the merge is done
                 continue
-            node = self.store.get_node(node_id)
             if state is None:
                 self._first_round(node, rel, file_text, report)
                 continue
-            node_changed = fingerprint(node) != state["node_fp"]
             file_changed = file_text != state["base"]
-            if not node_changed:
-                continue  # a change of the file alone is the import's
             ours = render_note(node, existing_text=state["base"] if file_changed else file_text, rel=rel)
             if not file_changed:
                 if ours != file_text:
@@ -177,6 +184,27 @@ class TwoWaySync:
             moved = move_to_trash(self.root, state["rel"])
             self.store.db.execute("UPDATE vault_notes SET trashed = ? WHERE node_id = ?", (moved, node_id))
             report.trashed.append((state["rel"], moved))
+
+    def _restore_file(self, node_id: int, state: dict, rel: str, report: RoundReport) -> str | None:
+        """A node restored in Cairn whose file is in the vault's .trash/ (moved there by a round, by
+        Obsidian, or by a sync from another device): the file comes back too. Returns where it is now."""
+        trashed = state["trashed"] or rel
+        where = self.root / ".trash" / trashed if not state["trashed"] else self.root / trashed
+        if not where.is_file() or not self._restored_since(node_id, state):
+            return None
+        back = restore_from_trash(self.root, str(where.relative_to(self.root)).replace("\\", "/"), rel)
+        self.store.db.execute("UPDATE vault_notes SET trashed = NULL WHERE node_id = ?", (node_id,))
+        report.restored.append(back)
+        return back
+
+    def _restored_since(self, node_id: int, state: dict) -> bool:
+        """Whether the node's latest change is a restore from Cairn's trash."""
+        if state["trashed"]:
+            return True  # its file went to .trash/ in a round while the node was in Cairn's trash
+        for change in history.changes(self.store.db, node_id, limit=20):
+            if change.kind == "node":
+                return change.action == "restore"
+        return False
 
     def _new_files(self, report: RoundReport, create_new: bool | None, new_notes: str) -> None:
         """Files for the notes made in Cairn; the node is claimed for its file as an import would."""
@@ -267,9 +295,14 @@ class TwoWaySync:
     def _in_trash(self, node_id: int) -> bool:
         return self.store.db.execute("SELECT 1 FROM trash WHERE node_id = ? LIMIT 1", (node_id,)).fetchone() is not None
 
-    def _agree(self) -> None:
-        """After the import: each note's file and node as they are now are the new agreement."""
+    def _agree(self, report: RoundReport) -> None:
+        """After the import: the file and node as they are now are the new agreement, for every note this
+        round touched (Cairn's change, a merge, a conflict, a restore, a first round) or the import
+        changed; the others' agreement stands."""
         live = self._vault_nodes()
+        changed = set(report.imported.changed) if report.imported else set()
+        changed |= {new for _, new in report.imported.renamed} if report.imported else set()
+        live = {i: rel for i, rel in live.items() if i in self._touched or rel in changed}
         nodes = {n["id"]: n for n in self.store.get_nodes(live)}
         with self.store.db.transaction() as conn:
             for node_id, rel in live.items():
