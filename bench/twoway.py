@@ -51,6 +51,40 @@ def _make_vault(folder: Path, n: int) -> list[Path]:
     return made
 
 
+def _save_to_file(db: Path, vault: Path, rng: random.Random, saves: int = 10) -> list[float]:
+    """What the app does with [vault] path: the watcher (core/vault/watch.py, two_way) in its thread, a
+    save through another connection; the time until the file on disk holds it."""
+    from core.vault.watch import start_watching
+
+    watcher = start_watching(db, vault, two_way=True)
+    out = []
+    try:
+        with Store(db) as app:
+            time.sleep(1.0)
+            deadline = time.monotonic() + 600
+            while not watcher.error and time.monotonic() < deadline:  # the watcher's first round
+                if app.db.execute("SELECT count(*) FROM vault_notes").fetchone()[0] >= 1:
+                    break
+                time.sleep(0.1)
+            ids = [r[0] for r in app.db.execute("SELECT node_id FROM vault_notes")]
+            for i in range(saves):
+                node_id = rng.choice(ids)
+                node = app.get_node(node_id)
+                token = f"Saved in the app, {i}."
+                rel = node["metadata"]["vault"]["path"]
+                t = time.perf_counter()
+                app.update_node(node_id, source=node["source"] + token + "\n")
+                while token not in (vault / rel).read_text(encoding="utf-8"):
+                    if time.perf_counter() - t > 60:
+                        raise RuntimeError("a save did not reach its file in 60 s")
+                    time.sleep(0.01)
+                out.append(time.perf_counter() - t)
+                time.sleep(0.3)
+    finally:
+        watcher.stop()
+    return out
+
+
 def _timed(fn):
     t = time.perf_counter()
     out = fn()
@@ -93,13 +127,16 @@ def main() -> None:
             written, merged = len(report.written), len(report.merged)
         with Store(one_way) as store:
             import_changed, _ = _timed(lambda: VaultSync(store, vault).sync())
+        latencies = _save_to_file(two_way, vault, rng)
         shutil.rmtree(vault)
     result = {"notes": args.notes, "first_import_s": round(first_import, 2), "first_round_s": round(first_round, 2),
               "import_unchanged_s": round(import_unchanged, 3), "round_unchanged_s": round(round_unchanged, 3),
               "round_unchanged_over_import": round(round_unchanged / import_unchanged, 2),
               "changed": k, "round_changed_s": round(round_changed, 3), "import_changed_s": round(import_changed, 3),
               "round_changed_over_import": round(round_changed / import_changed, 2),
-              "written": written, "merged": merged}
+              "written": written, "merged": merged,
+              "save_to_file_s": {"median": round(sorted(latencies)[len(latencies) // 2], 3),
+                                 "max": round(max(latencies), 3), "saves": len(latencies)}}
     print(json.dumps(result))
 
 

@@ -238,3 +238,34 @@ def test_a_note_restored_in_cairn_brings_back_a_file_another_tool_moved_to_the_t
     assert (vault / "Basil.md").read_text() == "Basil likes warmth.\n" and not (vault / ".trash" / "Basil.md").exists()
     assert TwoWaySync(store, vault).round().imported.trashed == []  # it sticks
     assert store.get_node(node_id)["title"] == "Basil"
+
+
+def test_a_bound_folder_is_kept_in_step_both_ways_while_watched(db_path, vault):
+    """What the app runs with [vault] path: a save made through another connection (the app's) reaches
+    its file, and an edit of the file reaches the database, without a `cairn sync`."""
+    import time
+
+    from core.graph.store import Store
+    from core.vault.watch import start_watching
+
+    errors: list = []
+    watcher = start_watching(db_path, vault, two_way=True, on_error=errors.append)
+    try:
+        with Store(db_path) as app:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not app.db.execute(
+                    "SELECT 1 FROM vault_notes LIMIT 1").fetchone():
+                time.sleep(0.1)  # the first round: import and agreement
+            node = _node(app, "Basil")
+            app.update_node(node["id"], source="Basil likes warmth and a sheltered spot.\n")
+            path = vault / "Basil.md"
+            while time.monotonic() < deadline and "sheltered" not in path.read_text(encoding="utf-8"):
+                time.sleep(0.05)
+            assert path.read_text(encoding="utf-8") == "Basil likes warmth and a sheltered spot.\n"
+            path.write_text("Basil likes warmth, shelter and water.\n", encoding="utf-8")
+            while time.monotonic() < deadline and "water" not in app.get_node(node["id"])["source"]:
+                time.sleep(0.05)
+            assert app.get_node(node["id"])["source"] == "Basil likes warmth, shelter and water.\n"
+    finally:
+        watcher.stop()
+    assert errors == [] and watcher.error is None

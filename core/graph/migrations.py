@@ -250,6 +250,7 @@ _V8 = [
         rel      TEXT NOT NULL,
         base     TEXT NOT NULL,
         node_fp  TEXT NOT NULL,
+        node_updated TEXT,
         trashed  TEXT
     )""",
     "CREATE INDEX vault_notes_root ON vault_notes(root, rel)",

@@ -32,7 +32,8 @@ files, never over an existing one. The first time a database that already holds 
 with a folder, the round only lists them (`RoundReport.would_create`) unless `create_new` says yes;
 once agreed, later notes follow without asking.
 
-Not yet: the app and `cairn watch` do not write back continuously (only `cairn sync` does).
+With `[vault] path` set, the app runs a round whenever the folder or the database changes
+(core/vault/watch.py, `two_way`): a note saved in the app reaches its file within about a second.
 """
 
 from __future__ import annotations
@@ -98,15 +99,18 @@ class TwoWaySync:
         self._touched: set[int] = set()  # node ids this round must record a new agreement for
 
     # -- the round ----------------------------------------------------------------------------------
-    def round(self, *, create_new: bool | None = None, new_notes: str = "") -> RoundReport:
+    def round(self, *, create_new: bool | None = None, new_notes: str = "", paths=None, pair_renames: bool = False,
+              prune_grace: float = 0.0) -> RoundReport:
         """`create_new`: write files for the notes made in Cairn (None: only when this folder was agreed
-        to before; True: now, and from now on; False: not). `new_notes`: the folder for them."""
+        to before; True: now, and from now on; False: not). `new_notes`: the folder for them. `paths`,
+        `pair_renames`, `prune_grace`: the import's (core/vault/sync.py), for a watcher's round."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
         with history.acting_as(history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
-            report.imported = self.importer.sync(prune=True)
+            report.imported = self.importer.sync(prune=True, paths=paths, pair_renames=pair_renames,
+                                                 prune_grace=prune_grace)
             held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
             report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
             self._agree(report)
@@ -124,7 +128,7 @@ class TwoWaySync:
                                  [(clock.now(), i) for i in gone])
 
     def _states(self) -> dict[int, dict]:
-        rows = self.store.db.execute("SELECT node_id, rel, base, node_fp, trashed FROM vault_notes WHERE root = ?",
+        rows = self.store.db.execute("SELECT node_id, rel, base, node_fp, node_updated, trashed FROM vault_notes WHERE root = ?",
                                      (self.root_key,)).fetchall()
         return {r["node_id"]: dict(r) for r in rows}
 
@@ -140,13 +144,23 @@ class TwoWaySync:
         read: a round with nothing changed in Cairn reads no file of its own (the import stats them)."""
         states = self._states()
         live = self._vault_nodes()
-        nodes = {n["id"]: n for n in self.store.get_nodes(live)}
+        stamps = dict(self.store.db.execute(
+            "SELECT id, updated_at FROM nodes WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(live)),)).fetchall())
+        # Only a node written since the agreement can differ from it: those are read whole and compared.
+        maybe = [i for i in live if i in stamps and (i not in states or states[i]["node_updated"] != stamps[i])]
+        nodes = {n["id"]: n for n in self.store.get_nodes(maybe)}
+        restamp: list[tuple[str, int]] = []
         for node_id, rel in sorted(live.items()):
             state = states.get(node_id)
             node = nodes.get(node_id)
+            if node is None and state is not None and not (self.root / rel).exists():
+                node = self.store.get_node(node_id)  # its file is gone: it may be a restore to bring back
             if node is None:
                 continue
             node_changed = state is None or fingerprint(node) != state["node_fp"]
+            if not node_changed and stamps.get(node_id) != state["node_updated"]:
+                restamp.append((stamps.get(node_id), node_id))  # written, but nothing its file carries changed
             path = self.root / rel
             if state is not None and not path.exists():
                 back = self._restore_file(node_id, state, rel, report)
@@ -172,6 +186,9 @@ class TwoWaySync:
                     report.written.append(rel)
                 continue
             self._merge(rel, state["base"], ours, file_text, report)
+        if restamp:
+            with self.store.db.transaction() as conn:
+                conn.executemany("UPDATE vault_notes SET node_updated = ? WHERE node_id = ?", restamp)
         # Notes trashed in Cairn: their files go to the vault's .trash/ (Obsidian's convention), never deleted.
         for node_id, state in sorted(states.items()):
             if node_id in live or state["trashed"] or not self._in_trash(node_id):
@@ -313,10 +330,11 @@ class TwoWaySync:
                 if has_git_conflict(text):
                     continue  # no agreement with an unfinished merge: the last one stands
                 conn.execute(
-                    "INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, ?, ?)"
+                    "INSERT INTO vault_notes(node_id, root, rel, base, node_fp, node_updated) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
-                    " base = excluded.base, node_fp = excluded.node_fp, trashed = NULL",
-                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id])))
+                    " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
+                    " trashed = NULL",
+                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), nodes[node_id]["updated_at"]))
 
 
 def open_conflicts(store: Store) -> list[dict]:

@@ -34,6 +34,7 @@ from core.vault.sync import Progress, SyncReport, VaultSync
 
 DELETE_GRACE = 0.3  # seconds a vanished file may take to come back (delete-then-write saves)
 RESCAN_SECONDS = 60  # a full rescan this often when nothing happens, in case an event was lost
+TWO_WAY_POLL = 0.5  # seconds between looks at the database for a bound folder (a save reaches its file in ~1 s)
 _TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".part", ".crdownload", ".bak")
 
 OnReport = Callable[[SyncReport], None]
@@ -67,38 +68,66 @@ def watch(
     progress: Progress | None = None,
     debounce_ms: int = 1_600,
     step_ms: int = 50,
+    two_way: bool = False,
+    new_notes: str = "",
 ) -> None:
     """Import `folder`, then keep the store in step with it until `stop_event` is set (or Ctrl-C in the
     main thread, which raises KeyboardInterrupt). `on_ready(report)` gets the initial import's report,
     `on_change(report)` each later sync that changed something; both run in this thread. A sync that
     fails (say, the database stayed locked) goes to `on_error` and watching goes on; without
-    `on_error` it is raised. The folder disappearing ends the watch with InvalidInput."""
+    `on_error` it is raised. The folder disappearing ends the watch with InvalidInput.
+
+    `two_way` (a bound folder, `[vault] path`): each step is a round both ways (core/vault/twoway.py), and
+    a change to the database made by another connection (the app saving a note) starts one too: the
+    database is looked at every TWO_WAY_POLL seconds (its `data_version`, which this connection's own
+    writes leave alone, so the watcher's writes start nothing)."""
     import watchfiles
 
-    sync = VaultSync(store, folder)
-    report = sync.sync(progress)
+    # Read before each round, never after: a save made by another connection while a round runs starts
+    # the next one (this connection's own writes leave data_version as it is).
+    seen_version = store.db.execute("PRAGMA data_version").fetchone()[0]
+    rounds = None
+    if two_way:
+        from core.vault.twoway import TwoWaySync
+
+        rounds = TwoWaySync(store, folder)
+        sync = rounds.importer
+        report = rounds.round(new_notes=new_notes).imported
+    else:
+        sync = VaultSync(store, folder)
+        report = sync.sync(progress)
     if on_ready:
         on_ready(report)
     last = time.monotonic()
     first_tick = True
     for changes in watchfiles.watch(
         sync.root, watch_filter=relevant(sync.root), stop_event=stop_event, debounce=debounce_ms, step=step_ms,
-        rust_timeout=5_000, yield_on_timeout=True, raise_interrupt=True,
+        rust_timeout=int(TWO_WAY_POLL * 1000) if two_way else 5_000, yield_on_timeout=True, raise_interrupt=True,
     ):
         if stop_event is not None and stop_event.is_set():
             break
-        if not changes:  # a timeout: rescan once at start (changes made before the watch began) and now and then
+        saved_elsewhere = False
+        if rounds is not None:
+            version = store.db.execute("PRAGMA data_version").fetchone()[0]
+            saved_elsewhere, seen_version = version != seen_version, version
+        if not changes and not saved_elsewhere:  # a timeout: rescan at start (changes made before the watch began) and now and then
             if not first_tick and time.monotonic() - last < RESCAN_SECONDS:
                 continue
-        first_tick = False
+        starting, first_tick = first_tick, False
         last = time.monotonic()
         if not sync.root.is_dir():
             raise InvalidInput(f"The watched folder {sync.root} is gone; stopped watching.")
         # The events' paths (never their types) say where to look; the whole folder is scanned on a
         # timeout, and at least every RESCAN_SECONDS, in case an event was lost (an inotify overflow).
         paths = None if not changes or last - sync.last_full_scan >= RESCAN_SECONDS else {p for _, p in changes}
+        if saved_elsewhere and not changes and not starting and last - sync.last_full_scan < RESCAN_SECONDS:
+            paths = set()  # only the database changed: no file to look at (the round's own writes come as events)
         try:
-            report = sync.sync(prune=True, pair_renames=True, prune_grace=DELETE_GRACE, paths=paths)
+            if rounds is not None:
+                report = rounds.round(new_notes=new_notes, paths=paths, pair_renames=True,
+                                      prune_grace=DELETE_GRACE).imported
+            else:
+                report = sync.sync(prune=True, pair_renames=True, prune_grace=DELETE_GRACE, paths=paths)
         except CairnError as exc:
             if not sync.root.is_dir():
                 raise InvalidInput(f"The watched folder {sync.root} is gone; stopped watching.") from None
@@ -115,7 +144,9 @@ class Watcher:
     one thread). `stop()` ends it within about a second."""
 
     def __init__(self, db_path: str | Path, folder: str | Path, *, on_change: OnReport | None = None,
-                 on_ready: OnReport | None = None, on_error: Callable[[Exception], None] | None = None):
+                 on_ready: OnReport | None = None, on_error: Callable[[Exception], None] | None = None,
+                 two_way: bool = False, new_notes: str = ""):
+        self.two_way, self.new_notes = two_way, new_notes
         self.db_path = Path(db_path)
         self.folder = Path(folder).expanduser()
         self.on_change, self.on_ready, self.on_error = on_change, on_ready, on_error
@@ -140,7 +171,7 @@ class Watcher:
         try:
             with Store(self.db_path) as store:
                 watch(store, self.folder, self.stop_event, self.on_change, on_ready=self.on_ready,
-                      on_error=self.on_error)
+                      on_error=self.on_error, two_way=self.two_way, new_notes=self.new_notes)
         except Exception as exc:  # reported, never raised into a thread nobody joins
             self.error = exc
             if self.on_error:
@@ -157,9 +188,11 @@ def start_watching(db_path: str | Path, folder: str | Path, **callbacks) -> Watc
 
 
 def start_from_config(config, db_path: str | Path, **callbacks) -> Watcher | None:
-    """What the app calls at start: watch the bound folder (`vault.path`, or the older name `vault.watch`),
-    if set (else None). Raises InvalidInput when the configured folder does not exist."""
-    folder = (config.vault.path or config.vault.watch).strip()
+    """What the app calls at start: keep the bound folder (`vault.path`) in step both ways, or import from
+    `vault.watch` (as `cairn watch`), if either is set (else None). Raises InvalidInput when the
+    configured folder does not exist."""
+    bound = config.vault.path.strip()
+    folder = bound or config.vault.watch.strip()
     if not folder:
         return None
-    return start_watching(db_path, folder, **callbacks)
+    return start_watching(db_path, folder, two_way=bool(bound), new_notes=config.vault.new_notes, **callbacks)
