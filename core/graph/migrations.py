@@ -251,7 +251,9 @@ _V8 = [
         base     TEXT NOT NULL,
         node_fp  TEXT NOT NULL,
         node_updated TEXT,
-        trashed  TEXT
+        trashed  TEXT,
+        pending     TEXT,
+        pending_fp  TEXT
     )""",
     "CREATE INDEX vault_notes_root ON vault_notes(root, rel)",
     """CREATE TABLE vault_conflicts (

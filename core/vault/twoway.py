@@ -128,9 +128,26 @@ class TwoWaySync:
                                  [(clock.now(), i) for i in gone])
 
     def _states(self) -> dict[int, dict]:
-        rows = self.store.db.execute("SELECT node_id, rel, base, node_fp, node_updated, trashed FROM vault_notes WHERE root = ?",
-                                     (self.root_key,)).fetchall()
-        return {r["node_id"]: dict(r) for r in rows}
+        """Each note's agreement. A write Cairn began and a kill cut short of its agreement (`pending`,
+        recorded before the write) is recognised by its text: that file is Cairn's own, not an edit."""
+        rows = self.store.db.execute(
+            "SELECT node_id, rel, base, node_fp, node_updated, trashed, pending, pending_fp FROM vault_notes"
+            " WHERE root = ?", (self.root_key,)).fetchall()
+        states = {r["node_id"]: dict(r) for r in rows}
+        for state in states.values():
+            if state["pending"] is None:
+                continue
+            path = self.root / state["rel"]
+            if path.is_file() and path.read_bytes().decode("utf-8", "surrogateescape") == state["pending"]:
+                state["base"], state["node_fp"], state["node_updated"] = state["pending"], state["pending_fp"], None
+        return states
+
+    def _write(self, node_id: int, rel: str, text: str, node_fp: str) -> None:
+        """Write a note's file, its text recorded first (`pending`), so a kill between the write and the
+        round's agreement cannot make Cairn's own write look like someone else's edit."""
+        with self.store.db.transaction() as conn:
+            conn.execute("UPDATE vault_notes SET pending = ?, pending_fp = ? WHERE node_id = ?", (text, node_fp, node_id))
+        write_atomic(self.root / rel, text)
 
     def _vault_nodes(self) -> dict[int, str]:
         """{node id: its file's path} of the nodes this vault's import made (trashed ones not among them)."""
@@ -182,10 +199,10 @@ class TwoWaySync:
             ours = render_note(node, existing_text=state["base"] if file_changed else file_text, rel=rel)
             if not file_changed:
                 if ours != file_text:
-                    write_atomic(path, ours)
+                    self._write(node_id, rel, ours, fingerprint(node))
                     report.written.append(rel)
                 continue
-            self._merge(rel, state["base"], ours, file_text, report)
+            self._merge(node_id, fingerprint(node), rel, state["base"], ours, file_text, report)
         if restamp:
             with self.store.db.transaction() as conn:
                 conn.executemany("UPDATE vault_notes SET node_updated = ? WHERE node_id = ?", restamp)
@@ -238,9 +255,19 @@ class TwoWaySync:
             return
         self.store.set_meta(agreed_key, self.store.meta(agreed_key) or clock.now())
         folder = [p for p in new_notes.strip("/").split("/") if p] if new_notes else []
+        begun = {r["node_id"]: dict(r) for r in self.store.db.execute(
+            "SELECT node_id, rel, pending FROM vault_notes WHERE root = ? AND pending IS NOT NULL", (self.root_key,))}
         for node in self.store.get_nodes(r["id"] for r in rows):
-            rel = self._free_name(folder, safe_name(node["title"]))
-            write_atomic(self.root / rel, render_note(node, existing_text=None, rel=rel))
+            was = begun.get(node["id"])
+            path = self.root / was["rel"] if was else None
+            if was and path.is_file() and path.read_bytes().decode("utf-8", "surrogateescape") == was["pending"]:
+                rel = was["rel"]  # written by a round a kill cut short: claimed now, not written twice
+            else:
+                rel = self._free_name(folder, safe_name(node["title"]))
+                with self.store.db.transaction() as conn:  # recorded first (see _write)
+                    conn.execute("INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, '', '')"
+                                 " ON CONFLICT(node_id) DO UPDATE SET rel = excluded.rel", (node["id"], self.root_key, rel))
+                self._write(node["id"], rel, render_note(node, existing_text=None, rel=rel), fingerprint(node))
             note = read_note(self.root / rel, rel)
             meta = dict(node.get("metadata") or {})
             meta["vault"] = self.importer._vault_meta(note)
@@ -266,7 +293,10 @@ class TwoWaySync:
         ours = render_note(node, existing_text=file_text, rel=rel)
         if not file_changed:
             if ours != file_text:
-                write_atomic(self.root / rel, ours)
+                with self.store.db.transaction() as conn:  # the import as the agreement, then the write (_write)
+                    conn.execute("INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, ?, '')",
+                                 (node["id"], self.root_key, rel, file_text))
+                self._write(node["id"], rel, ours, fingerprint(node))
                 report.written.append(rel)
             return
         self._conflict(rel, ours, report)  # no base to merge against: keep both, the file's in the note
@@ -278,7 +308,8 @@ class TwoWaySync:
                 return not change.actor.startswith("import of")
         return False
 
-    def _merge(self, rel: str, base: str, ours: str, theirs: str, report: RoundReport) -> None:
+    def _merge(self, node_id: int, node_fp: str, rel: str, base: str, ours: str, theirs: str,
+               report: RoundReport) -> None:
         b_front, b_body = _split(base)
         o_front, o_body = _split(ours)
         t_front, t_body = _split(theirs)
@@ -290,7 +321,7 @@ class TwoWaySync:
         front = t_front if fields.fields == _fields(t_front) else _dump_front(fields.fields, theirs)
         merged = front + body.text
         if merged != theirs:
-            write_atomic(self.root / rel, merged)
+            self._write(node_id, rel, merged, node_fp)
         report.merged.append(rel)
 
     def _conflict(self, rel: str, ours: str, report: RoundReport) -> None:
@@ -303,10 +334,10 @@ class TwoWaySync:
         while (self.root / name).exists():
             name = f"{stem} {CONFLICT_MARK}{stamp}) {n}.{suffix}"
             n += 1
-        write_atomic(self.root / name, ours)
-        with self.store.db.transaction() as conn:
+        with self.store.db.transaction() as conn:  # listed first: a kill then leaves an entry, not a stray file
             conn.execute("INSERT INTO vault_conflicts(root, rel, conflict_rel, created_at) VALUES (?, ?, ?, ?)",
                          (self.root_key, rel, name, clock.now()))
+        write_atomic(self.root / name, ours)
         report.conflicts.append((rel, name))
 
     def _in_trash(self, node_id: int) -> bool:
@@ -333,7 +364,7 @@ class TwoWaySync:
                     "INSERT INTO vault_notes(node_id, root, rel, base, node_fp, node_updated) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
                     " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
-                    " trashed = NULL",
+                    " trashed = NULL, pending = NULL, pending_fp = NULL",
                     (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), nodes[node_id]["updated_at"]))
 
 
