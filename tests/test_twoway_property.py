@@ -1,0 +1,444 @@
+"""Random interleavings of edits on two replicas, a markdown folder and a Cairn database, kept in step by
+`TwoWaySync(store, folder).round(create_new=True)` (issue 23, item 6: the property part).
+
+Hypothesis draws a list of operations; each runs against real parts (a Store on a real SQLite file, real
+files in a temp folder, the real round):
+
+- in Cairn: append a line to a note's text, replace a line, insert a line (`store.update_node`); make a
+  note (`store.add_node`); trash a note (`store.delete_node`); restore a trashed one (`store.restore_node`);
+- in the folder: append / replace / insert a line of a file's body (its frontmatter left alone); make a
+  new `.md` file; rename a file; move a file into the vault's `.trash/` (Obsidian's delete); remove a
+  file outright (`rm`);
+- a sync round;
+- `same_ms`: the next operation happens in the same millisecond as the one before (see the clock below).
+
+Every edit writes a token of its own (`tok-N`) on a line of its own: each line holds one token, and a lost
+edit is a missing token.
+
+The model. A token is *deliberately removed* only
+- by an edit that replaces the line holding it, in the replica where the edit is made (Cairn's text or
+  the file's body: the user saw the token and typed over it), and
+- by `rm` of a file, for the tokens that file held and Cairn did not know then (in no note's text and not
+  in Cairn's trash: lines typed into a file and deleted with it before any round saw them).
+Nothing else removes a token: trashing (either side), restoring, renaming and rounds never may.
+
+The properties:
+(a) no edit is lost: after every round, and after the final ones, every token written and not
+    deliberately removed is in a note's text, in a conflict file the store lists (`open_conflicts`), in
+    Cairn's trash (a trashed node's text) or in a file under the vault's `.trash/`;
+(b) convergence: once the edits stop, two more rounds leave every live node with a file of its own whose
+    body (`read_note`) is the node's text and every note file with a live node; a third round then
+    writes, merges, creates, trashes, restores and imports nothing.
+
+The clock. Stamps (`core.clock.now`) come from a fake clock that moves one millisecond before each
+operation, so a run does not depend on the machine's speed; `same_ms` keeps it still for the next one.
+
+Known failures, found by this test. `test_no_edit_is_lost` (RENAME, TRASH, SAME_MS),
+`test_the_replicas_converge_once_the_edits_stop` (SAME_MS, CREATED) and one smallest case of each
+(`test_each_known_failure_still_fails`) are strict xfails until they are fixed; the `..._away_from_...`
+tests keep each property checked everywhere else by leaving out only the operations that would take
+these paths (`Replicas.dodge`: no Cairn edit of a note whose file was renamed since the last round and no
+rename of a file whose note was; no trash of a note edited in Cairn since the last round; no `same_ms`;
+no restore in Cairn of a note made in Cairn):
+  RENAME  a file renamed while its note has a Cairn edit not yet synced (either order): the import pairs
+          the new path with the node by the old content hash and overwrites the node with the file;
+  TRASH   a note edited and then trashed in Cairn while its file is edited: the import restores the node
+          from Cairn's trash (deleting the trash entry) and overwrites it with the file's text;
+  SAME_MS a Cairn edit in the same millisecond as the last round's agreement (`vault_notes.node_updated`):
+          the round thinks the node unchanged and never writes it; the next edit of the file overwrites it.
+Each is lost from every replica (only `cairn history` still has it). One more keeps the replicas apart,
+losing nothing:
+  CREATED a note made in Cairn keeps the stand-in agreement its file's creation records (base '', the text
+          in `pending`) until a round touches it; trashed (its file to .trash/) and restored in Cairn, then
+          edited before the next round, it brings back its file, reports a conflict that is none (the file
+          is unchanged), and the note keeps Cairn's text while the file keeps the old one, for good.
+
+The default run draws a few hundred interleavings; `make soak` runs more than 1,000 per property.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
+
+from core import clock
+from core.graph.store import Store
+from core.vault.parse import read_note
+from core.vault.sync import CONFLICT_MARK
+from core.vault.twoway import RoundReport, TwoWaySync, open_conflicts
+
+TOKEN = re.compile(r"tok-\d+")
+# A note no operation touches: the folder never runs out of notes. An import that finds no note at all
+# trashes nothing (an unmounted folder looks like that; core/vault/sync.py), by design, so without it
+# an interleaving that removes every file would keep nodes whose files are gone.
+ANCHOR, ANCHOR_TITLE = "anchor.md", "anchor"
+
+KINDS = (
+    "sync", "sync",  # twice: rounds come about as often as two edits
+    "cairn_append", "cairn_replace", "cairn_insert", "cairn_new", "cairn_delete", "cairn_restore",
+    "file_append", "file_replace", "file_insert", "file_new", "file_rename", "file_trash", "file_rm",
+    "same_ms",
+)
+# (kind, which note or file: an index into the sorted ones, modulo; which line, modulo)
+OPERATION = st.tuples(st.sampled_from(KINDS), st.integers(0, 40), st.integers(0, 40))
+OPERATIONS = st.lists(OPERATION, min_size=6, max_size=30)
+START = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass
+class Replicas:
+    """The folder, the database, and the model of which tokens must survive."""
+
+    base: Path
+    dodge: frozenset[str] = frozenset()  # known losses whose path the operations leave out (module doc)
+    store: Store = field(init=False)
+    root: Path = field(init=False)
+    counter: int = 0
+    ms: int = 0  # the fake clock
+    still: bool = False  # the next operation in the same millisecond
+    written: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+    dirty: set[int] = field(default_factory=set)  # nodes edited in Cairn since the last round
+    renamed: set[int] = field(default_factory=set)  # nodes whose file was renamed since the last round
+    made: set[int] = field(default_factory=set)  # nodes made in Cairn
+    log: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = self.base / "vault"
+        self.root.mkdir()
+        self.store = Store(self.base / "cairn.db")
+
+    def close(self) -> None:
+        self.store.close()
+
+    def now(self) -> str:
+        return (START + timedelta(milliseconds=self.ms)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    # -- tokens -----------------------------------------------------------------------------------
+    def token(self) -> str:
+        self.counter += 1
+        tok = f"tok-{self.counter}"
+        self.written.add(tok)
+        return tok
+
+    def drop(self, line: str) -> None:
+        self.removed.update(TOKEN.findall(line))
+
+    # -- what there is to act on ------------------------------------------------------------------
+    def node_ids(self, *, anchor: bool = False) -> list[int]:
+        return [r[0] for r in self.store.db.execute("SELECT id, title FROM nodes ORDER BY id")
+                if anchor or r[1] != ANCHOR_TITLE]
+
+    def trashed_ids(self) -> list[int]:
+        return [r[0] for r in self.store.db.execute(
+            "SELECT DISTINCT node_id FROM trash WHERE node_id NOT IN (SELECT id FROM nodes) ORDER BY node_id")]
+
+    def note_files(self, *, anchor: bool = False) -> list[str]:
+        """The note files of the folder (not .trash/, not conflict files), as paths in it."""
+        found = []
+        for path in self.root.rglob("*.md"):
+            rel = path.relative_to(self.root).as_posix()
+            if rel.split("/")[0].startswith(".") or CONFLICT_MARK in path.name or (rel == ANCHOR and not anchor):
+                continue
+            found.append(rel)
+        return sorted(found)
+
+    def node_of(self, rel: str) -> int | None:
+        row = self.store.db.execute("SELECT id FROM nodes WHERE json_extract(metadata, '$.vault.path') = ?",
+                                    (rel,)).fetchone()
+        return row[0] if row else None
+
+    def free_name(self, stem: str, folder: Path | None = None) -> Path:
+        folder = folder or self.root
+        n = 1
+        while True:
+            path = folder / (f"{stem}.md" if n == 1 else f"{stem} {n}.md")
+            if not path.exists():
+                return path
+            n += 1
+
+    # -- an edit of a list of lines ---------------------------------------------------------------
+    def edit_lines(self, text: str, how: str, at: int) -> str:
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        tok = self.token() + "\n"
+        if how == "append" or not lines:
+            lines.append(tok)
+        elif how == "replace":
+            i = at % len(lines)
+            self.drop(lines[i])
+            lines[i] = tok
+        else:  # insert
+            lines.insert(at % (len(lines) + 1), tok)
+        return "".join(lines)
+
+    # -- the operations ---------------------------------------------------------------------------
+    def apply(self, kind: str, a: int, b: int) -> None:
+        if kind == "same_ms":
+            if "SAME_MS" not in self.dodge:
+                self.still = True
+                self.log.append(kind)
+            return
+        if not self.still:
+            self.ms += 1
+        self.still = False
+        side, _, how = kind.partition("_")
+        if kind == "sync":
+            self.sync()
+        elif side == "cairn":
+            self.cairn(kind, how, a, b)
+        else:
+            self.file(kind, how, a, b)
+
+    def cairn(self, kind: str, how: str, a: int, b: int) -> None:
+        ids = self.node_ids()
+        if how in ("append", "replace", "insert") and ids:
+            node = self.store.get_node(ids[a % len(ids)])
+            if "RENAME" in self.dodge and node["id"] in self.renamed:
+                return  # RENAME
+            self.store.update_node(node["id"], source=self.edit_lines(node["source"], how, b))
+            self.dirty.add(node["id"])
+            self.log.append(f"{kind} node {node['id']} ({node['title']})")
+        elif how == "new":
+            title = f"c-{self.counter + 1}"
+            node = self.store.add_node(title, self.token() + "\n")
+            self.made.add(node["id"])
+            self.log.append(f"{kind} node {node['id']} ({title})")
+        elif how == "delete" and ids:
+            node_id = ids[a % len(ids)]
+            if "TRASH" in self.dodge and node_id in self.dirty:
+                return  # TRASH
+            self.store.delete_node(node_id)
+            self.log.append(f"{kind} node {node_id}")
+        elif how == "restore":
+            gone = [i for i in self.trashed_ids() if "CREATED" not in self.dodge or i not in self.made]
+            if not gone:
+                return  # (CREATED: no restore of a note made in Cairn)
+            node_id = gone[a % len(gone)]
+            self.store.restore_node(node_id)
+            self.log.append(f"{kind} node {node_id}")
+
+    def file(self, kind: str, how: str, a: int, b: int) -> None:
+        if how == "new":
+            path = self.free_name(f"f-{self.counter + 1}")
+            path.write_text(self.token() + "\n", encoding="utf-8")
+            self.log.append(f"{kind} {path.name}")
+            return
+        files = self.note_files()
+        if not files:
+            return
+        rel = files[a % len(files)]
+        path = self.root / rel
+        if how in ("append", "replace", "insert"):
+            text = path.read_text(encoding="utf-8")
+            body = read_note(path, rel).source
+            assert text.endswith(body), (rel, text)
+            head = text[: len(text) - len(body)]
+            path.write_text(head + self.edit_lines(body, how, b), encoding="utf-8")
+            self.log.append(f"{kind} {rel}")
+        elif how == "rename":
+            node_id = self.node_of(rel)
+            if "RENAME" in self.dodge and node_id in self.dirty:
+                return  # RENAME
+            self.counter += 1
+            new = self.free_name(f"r-{self.counter}")
+            os.rename(path, new)
+            if node_id is not None:
+                self.renamed.add(node_id)
+            self.log.append(f"{kind} {rel} -> {new.name}")
+        elif how == "trash":
+            (self.root / ".trash").mkdir(exist_ok=True)
+            os.rename(path, self.free_name(path.stem, self.root / ".trash"))
+            self.log.append(f"{kind} {rel}")
+        elif how == "rm":
+            known = self.cairn_tokens()
+            self.removed.update(t for t in TOKEN.findall(path.read_text(encoding="utf-8")) if t not in known)
+            path.unlink()
+            self.log.append(f"{kind} {rel}")
+
+    def sync(self) -> RoundReport:
+        report = TwoWaySync(self.store, self.root).round(create_new=True)
+        self.dirty.clear()
+        self.renamed.clear()
+        done = {k: v for k, v in report.as_dict().items()
+                if v and k in ("written", "merged", "conflicts", "trashed", "restored", "held", "created")}
+        self.log.append("sync" + "".join(f" {k}={v}" for k, v in done.items()))
+        return report
+
+    # -- where tokens may be ----------------------------------------------------------------------
+    def cairn_tokens(self) -> set[str]:
+        """Tokens in Cairn: the notes' texts and the trashed nodes' texts."""
+        found = set()
+        for (source,) in self.store.db.execute("SELECT source FROM nodes"):
+            found.update(TOKEN.findall(source))
+        for (payload,) in self.store.db.execute("SELECT payload FROM trash"):
+            found.update(TOKEN.findall(json.loads(payload)["node"]["source"]))
+        return found
+
+    def kept_tokens(self) -> set[str]:
+        found = self.cairn_tokens()
+        for conflict in open_conflicts(self.store):
+            found.update(TOKEN.findall((self.root / conflict["conflict_rel"]).read_text(encoding="utf-8")))
+        trash = self.root / ".trash"
+        if trash.is_dir():
+            for path in trash.rglob("*"):
+                if path.is_file():
+                    found.update(TOKEN.findall(path.read_text(encoding="utf-8")))
+        return found
+
+    def story(self) -> str:
+        return "\n  ".join(self.log)
+
+    # -- the properties ---------------------------------------------------------------------------
+    def check_nothing_lost(self, when: str) -> None:
+        lost = self.written - self.removed - self.kept_tokens()
+        assert not lost, f"{when}: lost {sorted(lost, key=lambda t: int(t[4:]))} after:\n  {self.story()}"
+
+    def check_converged(self) -> None:
+        by_path = {}
+        for node_id in self.node_ids(anchor=True):
+            node = self.store.get_node(node_id)
+            vault = (node.get("metadata") or {}).get("vault") or {}
+            assert vault.get("root") == str(self.root.resolve()), \
+                f"node {node_id} ({node['title']}) has no file after the final rounds:\n  {self.story()}"
+            rel = vault["path"]
+            path = self.root / rel
+            assert path.is_file(), f"node {node_id}'s file {rel} is missing:\n  {self.story()}"
+            body = read_note(path, rel).source
+            assert body == node["source"], (
+                f"node {node_id} ({rel}): the note's text {node['source']!r} is not its file's {body!r} after:"
+                f"\n  {self.story()}")
+            by_path[rel] = node_id
+        strays = sorted(set(self.note_files(anchor=True)) - set(by_path))
+        assert not strays, f"files no live node has: {strays} after:\n  {self.story()}"
+        self.ms += 1
+        again = self.sync()
+        quiet = (again.written, again.merged, again.conflicts, again.created, again.trashed, again.restored,
+                 again.held, again.imported.changed, again.imported.trashed, again.imported.renamed)
+        assert quiet == ([],) * 10 and again.imported.created == again.imported.updated == 0, (
+            f"a round after convergence still did something: {again.as_dict()} after:\n  {self.story()}")
+
+
+def run(base: Path, operations: list[tuple[str, int, int]], *, lost: bool, converge: bool,
+        dodge: frozenset[str] = frozenset()) -> None:
+    base = Path(tempfile.mkdtemp(dir=base))  # one folder and one database per interleaving
+    replicas = Replicas(base, dodge=dodge)
+    real_now = clock.now
+    clock.now = replicas.now
+    try:
+        # A vault of two notes and the anchor, a note made in Cairn, agreed once: where the operations start.
+        (replicas.root / "a.md").write_text(f"{replicas.token()}\n{replicas.token()}\n", encoding="utf-8")
+        (replicas.root / "b.md").write_text(f"{replicas.token()}\n", encoding="utf-8")
+        (replicas.root / ANCHOR).write_text(f"# {ANCHOR_TITLE}\n", encoding="utf-8")
+        replicas.made.add(replicas.store.add_node("c-0", replicas.token() + "\n")["id"])
+        replicas.apply("sync", 0, 0)
+        for kind, a, b in operations:
+            replicas.apply(kind, a, b)
+            if kind == "sync" and lost:
+                replicas.check_nothing_lost("after a round")
+        replicas.apply("sync", 0, 0)
+        replicas.apply("sync", 0, 0)
+        if lost:
+            replicas.check_nothing_lost("after the final rounds")
+        if converge:
+            replicas.check_converged()
+    finally:
+        clock.now = real_now
+        replicas.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _settings(examples: int, **more) -> settings:
+    return settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], **more)
+
+
+DEFAULT, SOAK = 300, 1200  # interleavings per property
+KNOWN = frozenset({"RENAME", "TRASH", "SAME_MS"})  # the known losses of an edit
+CONVERGE_KNOWN = frozenset({"SAME_MS", "CREATED"})  # what keeps the replicas apart
+QUICK = [Phase.explicit, Phase.generate]  # an xfail's failure is known: no time spent shrinking it
+# The smallest interleaving of each known failure (as Hypothesis and a shrink found them), after the
+# opening round; nodes by index among c-0 (1), a (2), b (4); files among a.md, b.md, c-0.md.
+SMALLEST = {
+    "RENAME": ("lost", [("cairn_append", 0, 0), ("file_rename", 2, 0)]),
+    "TRASH": ("lost", [("cairn_append", 0, 0), ("cairn_delete", 0, 0), ("file_append", 2, 0)]),
+    "SAME_MS": ("lost", [("same_ms", 0, 0), ("cairn_append", 1, 0), ("file_append", 0, 0)]),
+    "SAME_MS apart": ("converge", [("same_ms", 0, 0), ("cairn_append", 1, 0)]),
+    "CREATED": ("converge", [("cairn_delete", 0, 0), ("sync", 0, 0), ("cairn_restore", 0, 0), ("cairn_append", 0, 0)]),
+}
+
+
+def _examples(prop: str):
+    def add(test):
+        for kind, operations in SMALLEST.values():
+            if kind == prop:
+                test = example(operations=operations)(test)
+        return test
+    return add
+
+
+@_settings(DEFAULT)
+@given(operations=OPERATIONS)
+def test_no_edit_is_lost_away_from_the_known_losses(tmp_path, operations):
+    run(tmp_path, operations, lost=True, converge=False, dodge=KNOWN)
+
+
+@_settings(DEFAULT)
+@given(operations=OPERATIONS)
+def test_the_replicas_converge_away_from_the_known_failures(tmp_path, operations):
+    run(tmp_path, operations, lost=False, converge=True, dodge=CONVERGE_KNOWN)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 23: three paths lose a Cairn edit from every replica (the module's doc: RENAME, TRASH, SAME_MS); "
+    "the smallest: a Cairn edit of a note, its file renamed, a round"))
+@_settings(DEFAULT, phases=QUICK)
+@given(operations=OPERATIONS)
+@_examples("lost")
+def test_no_edit_is_lost(tmp_path, operations):
+    run(tmp_path, operations, lost=True, converge=False)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 23: a note and its file stay apart for good after a Cairn edit in the same millisecond as the last "
+    "round's agreement, or after a note made in Cairn is trashed, restored and edited (the module's doc: "
+    "SAME_MS, CREATED)"))
+@_settings(DEFAULT, phases=QUICK)
+@given(operations=OPERATIONS)
+@_examples("converge")
+def test_the_replicas_converge_once_the_edits_stop(tmp_path, operations):
+    run(tmp_path, operations, lost=False, converge=True)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"{name}: the module's doc")) for name in SMALLEST])
+def test_each_known_failure_still_fails(tmp_path, name):
+    """One strict xfail per known failure: the one that turns XPASS names the fix (then drop it from
+    SMALLEST and from KNOWN / CONVERGE_KNOWN, and the dodge it needed)."""
+    prop, operations = SMALLEST[name]
+    run(tmp_path, operations, lost=prop == "lost", converge=prop == "converge")
+
+
+@pytest.mark.soak
+@_settings(SOAK)
+@given(operations=OPERATIONS)
+def test_soak_no_edit_is_lost_away_from_the_known_losses(tmp_path, operations):
+    run(tmp_path, operations, lost=True, converge=False, dodge=KNOWN)
+
+
+@pytest.mark.soak
+@_settings(SOAK)
+@given(operations=OPERATIONS)
+def test_soak_the_replicas_converge_away_from_the_known_failures(tmp_path, operations):
+    run(tmp_path, operations, lost=False, converge=True, dodge=CONVERGE_KNOWN)
