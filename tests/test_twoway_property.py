@@ -33,25 +33,20 @@ The properties:
 The clock. Stamps (`core.clock.now`) come from a fake clock that moves one millisecond before each
 operation, so a run does not depend on the machine's speed; `same_ms` keeps it still for the next one.
 
-Known failures, found by this test. `test_no_edit_is_lost` (RENAME, TRASH, SAME_MS),
-`test_the_replicas_converge_once_the_edits_stop` (SAME_MS, CREATED) and one smallest case of each
-(`test_each_known_failure_still_fails`) are strict xfails until they are fixed; the `..._away_from_...`
-tests keep each property checked everywhere else by leaving out only the operations that would take
-these paths (`Replicas.dodge`: no Cairn edit of a note whose file was renamed since the last round and no
-rename of a file whose note was; no trash of a note edited in Cairn since the last round; no `same_ms`;
-no restore in Cairn of a note made in Cairn):
-  RENAME  a file renamed while its note has a Cairn edit not yet synced (either order): the import pairs
-          the new path with the node by the old content hash and overwrites the node with the file;
-  TRASH   a note edited and then trashed in Cairn while its file is edited: the import restores the node
-          from Cairn's trash (deleting the trash entry) and overwrites it with the file's text;
-  SAME_MS a Cairn edit in the same millisecond as the last round's agreement (`vault_notes.node_updated`):
-          the round thinks the node unchanged and never writes it; the next edit of the file overwrites it.
-Each is lost from every replica (only `cairn history` still has it). One more keeps the replicas apart,
-losing nothing:
-  CREATED a note made in Cairn keeps the stand-in agreement its file's creation records (base '', the text
-          in `pending`) until a round touches it; trashed (its file to .trash/) and restored in Cairn, then
-          edited before the next round, it brings back its file, reports a conflict that is none (the file
-          is unchanged), and the note keeps Cairn's text while the file keeps the old one, for good.
+Failures this test found in the round's first version, fixed since and kept as regressions in
+`test_each_failure_found_before_is_fixed` (the smallest interleaving of each):
+  RENAME  a file renamed while its note has a Cairn edit not yet synced (either order): the import paired
+          the new path with the node by the old content hash and overwrote the node with the file (now
+          the Cairn edit is merged into the file where the import found it);
+  TRASH   a note edited and then trashed in Cairn while its file is edited: the import restored the node
+          from Cairn's trash and overwrote it with the file's text (now Cairn's version is kept as a
+          conflict file first);
+  SAME_MS a Cairn edit in the same millisecond as the last round's agreement: the round thought the node
+          unchanged (now the agreement records the node's latest history id, exact where time is not).
+Each was lost from every replica (only `cairn history` still had it). One more kept the replicas apart:
+  CREATED a note made in Cairn kept the stand-in agreement of its file's creation until a round touched it;
+          trashed, restored and edited, it reported a conflict that was none and stayed apart for good
+          (now its agreement is recorded in the round that writes its file).
 
 The default run draws a few hundred interleavings; `make soak` runs more than 1,000 per property.
 """
@@ -365,8 +360,6 @@ def _settings(examples: int, **more) -> settings:
 
 
 DEFAULT, SOAK = 300, 1200  # interleavings per property
-KNOWN = frozenset({"RENAME", "TRASH", "SAME_MS"})  # the known losses of an edit
-CONVERGE_KNOWN = frozenset({"SAME_MS", "CREATED"})  # what keeps the replicas apart
 QUICK = [Phase.explicit, Phase.generate]  # an xfail's failure is known: no time spent shrinking it
 # The smallest interleaving of each known failure (as Hypothesis and a shrink found them), after the
 # opening round; nodes by index among c-0 (1), a (2), b (4); files among a.md, b.md, c-0.md.
@@ -390,42 +383,22 @@ def _examples(prop: str):
 
 @_settings(DEFAULT)
 @given(operations=OPERATIONS)
-def test_no_edit_is_lost_away_from_the_known_losses(tmp_path, operations):
-    run(tmp_path, operations, lost=True, converge=False, dodge=KNOWN)
-
-
-@_settings(DEFAULT)
-@given(operations=OPERATIONS)
-def test_the_replicas_converge_away_from_the_known_failures(tmp_path, operations):
-    run(tmp_path, operations, lost=False, converge=True, dodge=CONVERGE_KNOWN)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 23: three paths lose a Cairn edit from every replica (the module's doc: RENAME, TRASH, SAME_MS); "
-    "the smallest: a Cairn edit of a note, its file renamed, a round"))
-@_settings(DEFAULT, phases=QUICK)
-@given(operations=OPERATIONS)
 @_examples("lost")
 def test_no_edit_is_lost(tmp_path, operations):
     run(tmp_path, operations, lost=True, converge=False)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 23: a note and its file stay apart for good after a Cairn edit in the same millisecond as the last "
-    "round's agreement, or after a note made in Cairn is trashed, restored and edited (the module's doc: "
-    "SAME_MS, CREATED)"))
-@_settings(DEFAULT, phases=QUICK)
+@_settings(DEFAULT)
 @given(operations=OPERATIONS)
 @_examples("converge")
 def test_the_replicas_converge_once_the_edits_stop(tmp_path, operations):
     run(tmp_path, operations, lost=False, converge=True)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"{name}: the module's doc")) for name in SMALLEST])
-def test_each_known_failure_still_fails(tmp_path, name):
-    """One strict xfail per known failure: the one that turns XPASS names the fix (then drop it from
-    SMALLEST and from KNOWN / CONVERGE_KNOWN, and the dodge it needed)."""
+@pytest.mark.parametrize("name", list(SMALLEST))
+def test_each_failure_found_before_is_fixed(tmp_path, name):
+    """The smallest interleavings of the losses this test found in the first version of the round
+    (RENAME, TRASH, SAME_MS, CREATED: the module's doc), kept as regressions."""
     prop, operations = SMALLEST[name]
     run(tmp_path, operations, lost=prop == "lost", converge=prop == "converge")
 
@@ -433,12 +406,12 @@ def test_each_known_failure_still_fails(tmp_path, name):
 @pytest.mark.soak
 @_settings(SOAK)
 @given(operations=OPERATIONS)
-def test_soak_no_edit_is_lost_away_from_the_known_losses(tmp_path, operations):
-    run(tmp_path, operations, lost=True, converge=False, dodge=KNOWN)
+def test_soak_no_edit_is_lost(tmp_path, operations):
+    run(tmp_path, operations, lost=True, converge=False)
 
 
 @pytest.mark.soak
 @_settings(SOAK)
 @given(operations=OPERATIONS)
-def test_soak_the_replicas_converge_away_from_the_known_failures(tmp_path, operations):
-    run(tmp_path, operations, lost=False, converge=True, dodge=CONVERGE_KNOWN)
+def test_soak_the_replicas_converge(tmp_path, operations):
+    run(tmp_path, operations, lost=False, converge=True)

@@ -106,11 +106,13 @@ class TwoWaySync:
         `pair_renames`, `prune_grace`: the import's (core/vault/sync.py), for a watcher's round."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
+        self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
         with history.acting_as(history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
             report.imported = self.importer.sync(prune=True, paths=paths, pair_renames=pair_renames,
                                                  prune_grace=prune_grace)
+            self._merge_moved(report)
             held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
             report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
             self._agree(report)
@@ -142,6 +144,36 @@ class TwoWaySync:
                 state["base"], state["node_fp"], state["node_updated"] = state["pending"], state["pending_fp"], None
         return states
 
+    def _merge_moved(self, report: RoundReport) -> None:
+        """A note changed in Cairn whose file was moved (or renamed) in the folder meanwhile: the import
+        found it at its new path and took its text; Cairn's edit is merged into it there (or kept as a
+        conflict), and the merged file imported again."""
+        again = []
+        for node_id, (before, base) in self._moved.items():
+            now = self.store.db.execute("SELECT json_extract(metadata, '$.vault.path') FROM nodes WHERE id = ?",
+                                        (node_id,)).fetchone()
+            if now is None or now[0] is None or not (self.root / now[0]).is_file():
+                continue  # really gone: the import trashed it (Cairn's version is in the trash)
+            rel = now[0]
+            theirs = (self.root / rel).read_bytes().decode("utf-8", "surrogateescape")
+            ours = render_note(before, existing_text=base, rel=rel)
+            with self.store.db.transaction() as conn:
+                conn.execute("UPDATE vault_notes SET rel = ? WHERE node_id = ?", (rel, node_id))
+            self._merge(node_id, fingerprint(before), rel, base, ours, theirs, report)
+            self._touched.add(node_id)
+            again.append(str(self.root / rel))
+        if again:
+            second = self.importer.sync(prune=True, paths=again)
+            report.imported.changed += [r for r in second.changed if r not in report.imported.changed]
+
+    def _stamps(self, node_ids) -> dict[int, str]:
+        """{node id: the id of its latest change} (core/graph/history.py records every write): exact where
+        a millisecond `updated_at` is not (two writes in one millisecond)."""
+        rows = self.store.db.execute(
+            "SELECT n.id, (SELECT max(h.id) FROM history h WHERE h.node_id = n.id) FROM nodes n"
+            " WHERE n.id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(node_ids)),)).fetchall()
+        return {r[0]: str(r[1]) for r in rows}
+
     def _write(self, node_id: int, rel: str, text: str, node_fp: str) -> None:
         """Write a note's file, its text recorded first (`pending`), so a kill between the write and the
         round's agreement cannot make Cairn's own write look like someone else's edit."""
@@ -161,9 +193,7 @@ class TwoWaySync:
         read: a round with nothing changed in Cairn reads no file of its own (the import stats them)."""
         states = self._states()
         live = self._vault_nodes()
-        stamps = dict(self.store.db.execute(
-            "SELECT id, updated_at FROM nodes WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(live)),)).fetchall())
+        stamps = self._stamps(live)
         # Only a node written since the agreement can differ from it: those are read whole and compared.
         maybe = [i for i in live if i in stamps and (i not in states or states[i]["node_updated"] != stamps[i])]
         nodes = {n["id"]: n for n in self.store.get_nodes(maybe)}
@@ -182,6 +212,8 @@ class TwoWaySync:
             if state is not None and not path.exists():
                 back = self._restore_file(node_id, state, rel, report)
                 if back is None:
+                    if node_changed:  # moved or renamed in the folder: merged where the import finds it
+                        self._moved[node_id] = (node, state["base"])
                     continue  # gone from the folder: the import trashes the node (or lists it missing)
                 rel, path = back, self.root / back
                 self._touched.add(node_id)
@@ -214,7 +246,13 @@ class TwoWaySync:
             if not path.is_file():
                 continue
             if path.read_bytes().decode("utf-8", "surrogateescape") != state["base"]:
-                continue  # edited in the folder meanwhile: the import brings it back rather than hide the edit
+                # edited in the folder meanwhile: the import brings it back rather than hide that edit; an
+                # edit Cairn made before trashing it would then be overwritten: it is kept as a conflict
+                trashed_node = self._trashed_version(node_id)
+                if trashed_node is not None and fingerprint(trashed_node) != state["node_fp"]:
+                    self._conflict(state["rel"], render_note(trashed_node, existing_text=state["base"],
+                                                             rel=state["rel"]), report)
+                continue
             moved = move_to_trash(self.root, state["rel"])
             self.store.db.execute("UPDATE vault_notes SET trashed = ? WHERE node_id = ?", (moved, node_id))
             report.trashed.append((state["rel"], moved))
@@ -272,6 +310,7 @@ class TwoWaySync:
             meta = dict(node.get("metadata") or {})
             meta["vault"] = self.importer._vault_meta(note)
             self.store.update_node(node["id"], metadata=meta)
+            self._touched.add(node["id"])  # its agreement is this file: recorded at the round's end
             report.created.append(rel)
 
     def _free_name(self, folder: list[str], stem: str) -> str:
@@ -340,6 +379,12 @@ class TwoWaySync:
         write_atomic(self.root / name, ours)
         report.conflicts.append((rel, name))
 
+    def _trashed_version(self, node_id: int) -> dict | None:
+        """The node as it went into Cairn's trash (the latest time), in the node shape."""
+        row = self.store.db.execute("SELECT payload FROM trash WHERE node_id = ? ORDER BY id DESC LIMIT 1",
+                                    (node_id,)).fetchone()
+        return json.loads(row[0])["node"] if row else None
+
     def _in_trash(self, node_id: int) -> bool:
         return self.store.db.execute("SELECT 1 FROM trash WHERE node_id = ? LIMIT 1", (node_id,)).fetchone() is not None
 
@@ -352,6 +397,7 @@ class TwoWaySync:
         changed |= {new for _, new in report.imported.renamed} if report.imported else set()
         live = {i: rel for i, rel in live.items() if i in self._touched or rel in changed}
         nodes = {n["id"]: n for n in self.store.get_nodes(live)}
+        stamps = self._stamps(live)
         with self.store.db.transaction() as conn:
             for node_id, rel in live.items():
                 path = self.root / rel
@@ -365,7 +411,7 @@ class TwoWaySync:
                     " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
                     " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
                     " trashed = NULL, pending = NULL, pending_fp = NULL",
-                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), nodes[node_id]["updated_at"]))
+                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), stamps.get(node_id)))
 
 
 def open_conflicts(store: Store) -> list[dict]:
