@@ -248,14 +248,16 @@ def test_a_bound_folder_is_kept_in_step_both_ways_while_watched(db_path, vault):
     from core.graph.store import Store
     from core.vault.watch import start_watching
 
+    import threading
+
     errors: list = []
-    watcher = start_watching(db_path, vault, two_way=True, on_error=errors.append)
+    ready = threading.Event()
+    watcher = start_watching(db_path, vault, two_way=True, on_error=errors.append,
+                             on_ready=lambda report: ready.set())
     try:
         with Store(db_path) as app:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not app.db.execute(
-                    "SELECT 1 FROM vault_notes LIMIT 1").fetchone():
-                time.sleep(0.1)  # the first round: import and agreement
+            assert ready.wait(120), (errors, watcher.error)  # the first round: import and agreement
+            deadline = time.monotonic() + 60
             node = _node(app, "Basil")
             app.update_node(node["id"], source="Basil likes warmth and a sheltered spot.\n")
             path = vault / "Basil.md"
