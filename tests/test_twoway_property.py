@@ -95,7 +95,6 @@ class Replicas:
     """The folder, the database, and the model of which tokens must survive."""
 
     base: Path
-    dodge: frozenset[str] = frozenset()  # known losses whose path the operations leave out (module doc)
     store: Store = field(init=False)
     root: Path = field(init=False)
     counter: int = 0
@@ -103,9 +102,6 @@ class Replicas:
     still: bool = False  # the next operation in the same millisecond
     written: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
-    dirty: set[int] = field(default_factory=set)  # nodes edited in Cairn since the last round
-    renamed: set[int] = field(default_factory=set)  # nodes whose file was renamed since the last round
-    made: set[int] = field(default_factory=set)  # nodes made in Cairn
     log: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -181,9 +177,8 @@ class Replicas:
     # -- the operations ---------------------------------------------------------------------------
     def apply(self, kind: str, a: int, b: int) -> None:
         if kind == "same_ms":
-            if "SAME_MS" not in self.dodge:
-                self.still = True
-                self.log.append(kind)
+            self.still = True
+            self.log.append(kind)
             return
         if not self.still:
             self.ms += 1
@@ -200,26 +195,20 @@ class Replicas:
         ids = self.node_ids()
         if how in ("append", "replace", "insert") and ids:
             node = self.store.get_node(ids[a % len(ids)])
-            if "RENAME" in self.dodge and node["id"] in self.renamed:
-                return  # RENAME
             self.store.update_node(node["id"], source=self.edit_lines(node["source"], how, b))
-            self.dirty.add(node["id"])
             self.log.append(f"{kind} node {node['id']} ({node['title']})")
         elif how == "new":
             title = f"c-{self.counter + 1}"
             node = self.store.add_node(title, self.token() + "\n")
-            self.made.add(node["id"])
             self.log.append(f"{kind} node {node['id']} ({title})")
         elif how == "delete" and ids:
             node_id = ids[a % len(ids)]
-            if "TRASH" in self.dodge and node_id in self.dirty:
-                return  # TRASH
             self.store.delete_node(node_id)
             self.log.append(f"{kind} node {node_id}")
         elif how == "restore":
-            gone = [i for i in self.trashed_ids() if "CREATED" not in self.dodge or i not in self.made]
+            gone = self.trashed_ids()
             if not gone:
-                return  # (CREATED: no restore of a note made in Cairn)
+                return
             node_id = gone[a % len(gone)]
             self.store.restore_node(node_id)
             self.log.append(f"{kind} node {node_id}")
@@ -243,14 +232,9 @@ class Replicas:
             path.write_text(head + self.edit_lines(body, how, b), encoding="utf-8")
             self.log.append(f"{kind} {rel}")
         elif how == "rename":
-            node_id = self.node_of(rel)
-            if "RENAME" in self.dodge and node_id in self.dirty:
-                return  # RENAME
             self.counter += 1
             new = self.free_name(f"r-{self.counter}")
             os.rename(path, new)
-            if node_id is not None:
-                self.renamed.add(node_id)
             self.log.append(f"{kind} {rel} -> {new.name}")
         elif how == "trash":
             (self.root / ".trash").mkdir(exist_ok=True)
@@ -264,8 +248,6 @@ class Replicas:
 
     def sync(self) -> RoundReport:
         report = TwoWaySync(self.store, self.root).round(create_new=True)
-        self.dirty.clear()
-        self.renamed.clear()
         done = {k: v for k, v in report.as_dict().items()
                 if v and k in ("written", "merged", "conflicts", "trashed", "restored", "held", "created")}
         self.log.append("sync" + "".join(f" {k}={v}" for k, v in done.items()))
@@ -326,9 +308,9 @@ class Replicas:
 
 
 def run(base: Path, operations: list[tuple[str, int, int]], *, lost: bool, converge: bool,
-        dodge: frozenset[str] = frozenset()) -> None:
+        ) -> None:
     base = Path(tempfile.mkdtemp(dir=base))  # one folder and one database per interleaving
-    replicas = Replicas(base, dodge=dodge)
+    replicas = Replicas(base)
     real_now = clock.now
     clock.now = replicas.now
     try:
@@ -336,7 +318,7 @@ def run(base: Path, operations: list[tuple[str, int, int]], *, lost: bool, conve
         (replicas.root / "a.md").write_text(f"{replicas.token()}\n{replicas.token()}\n", encoding="utf-8")
         (replicas.root / "b.md").write_text(f"{replicas.token()}\n", encoding="utf-8")
         (replicas.root / ANCHOR).write_text(f"# {ANCHOR_TITLE}\n", encoding="utf-8")
-        replicas.made.add(replicas.store.add_node("c-0", replicas.token() + "\n")["id"])
+        replicas.store.add_node("c-0", replicas.token() + "\n")
         replicas.apply("sync", 0, 0)
         for kind, a, b in operations:
             replicas.apply(kind, a, b)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,10 +52,9 @@ from core.vault import threeway
 from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
 from core.vault.export import safe_name
 from core.vault.note_file import render_note
-from core.vault.parse import read_note
+from core.vault.parse import _FRONTMATTER, _yaml_load, read_note
 from core.vault.sync import CONFLICT_MARK, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
 
-_FRONTMATTER = re.compile(r"\A(---[ \t]*\r?\n(.*?)(?:\r?\n)?^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z))", re.S | re.M)
 
 
 @dataclass
@@ -421,19 +419,18 @@ def open_conflicts(store: Store) -> list[dict]:
 
 
 def _split(text: str) -> tuple[str, str]:
+    """(its frontmatter block, its body), as the import reads them (core/vault/parse.py)."""
     m = _FRONTMATTER.match(text)
-    return (m.group(1), text[m.end():]) if m else ("", text)
+    return (m.group(0), text[m.end():]) if m else ("", text)
 
 
 def _fields(front: str) -> dict:
     m = _FRONTMATTER.match(front)
     if not m:
         return {}
-    import yaml
-
     try:
-        loaded = yaml.safe_load(m.group(2))
-    except yaml.YAMLError:
+        loaded = _yaml_load(m.group(1))
+    except Exception:  # yaml.YAMLError and kin, as the import treats them: the block is kept whole
         return {"\0unreadable": front}  # compared as a whole: any change to it on both sides conflicts
     return loaded if isinstance(loaded, dict) else {"\0unreadable": front}
 
