@@ -21,6 +21,15 @@ LOCK_WAIT_SECONDS = 30  # how long Database.transaction keeps retrying BEGIN IMM
 LOW_SPACE_BYTES = 16 * 1024 * 1024
 
 
+# Run first in every write transaction. A connection prepares statements against the schema it has in
+# memory and finds out at run time that another connection changed it (sqlite.org/forum/forumpost/
+# 29bad1c5c1d1ac1c); an INSERT INTO nodes whose triggers write the FTS5 index then fails with "no such
+# table: nodes" instead of being prepared again (SQLite 3.40 and 3.50 alike; seen when several first
+# commands create a new database together, tests/test_db.py). This statement's byte code checks the
+# schema cookie, so a changed schema is read again before the transaction's own statements are prepared.
+RELOAD_A_CHANGED_SCHEMA = "SELECT 1 FROM sqlite_master LIMIT 0"
+
+
 def _driver():
     """sqlean.py bundles a SQLite that can load extensions; the stdlib one often cannot."""
     try:
@@ -117,7 +126,7 @@ class Database:
         c.execute("PRAGMA foreign_keys = ON")
         if not self.readonly:
             try:
-                mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                mode = self._switch_to_wal()
             except OperationalError as exc:
                 if "readonly" in str(exc).lower():  # e.g. a read-only folder: no -wal/-shm can be made
                     raise DatabaseError(f"The database {self.path} is read-only (check the permissions of the file "
@@ -128,6 +137,19 @@ class Database:
             if str(mode).lower() != "wal":
                 raise DatabaseError(f"{self.path}: could not switch the database to WAL mode (got {mode}).")
             c.execute("PRAGMA synchronous = NORMAL")
+
+    def _switch_to_wal(self) -> str:
+        """PRAGMA journal_mode = WAL, waiting for another process that is creating the same new database:
+        on a file with no header yet the switch writes one, and SQLite answers "database is locked" at
+        once (no busy handler: the reader cannot upgrade while another connection writes)."""
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                return self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except OperationalError as exc:
+                if not (is_locked(exc) and time.monotonic() < deadline):
+                    raise
+                time.sleep(0.02)
 
     @property
     def user_version(self) -> int:
@@ -178,6 +200,7 @@ class Database:
                     continue
                 raise _translate(exc, self.path) from exc
         try:
+            self.conn.execute(RELOAD_A_CHANGED_SCHEMA)
             yield self.conn
         except OperationalError as exc:  # a statement in the body failed: read-only, locked, disk full...
             if self.conn.in_transaction:
