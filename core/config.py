@@ -180,11 +180,16 @@ class UiSettings:
 class VaultSettings:
     """markdown notes kept in step with the database"""
 
-    path: str = setting("", "the markdown folder Cairn keeps in step both ways: `cairn sync` with no folder "
-                            "syncs it (the app and `cairn watch` still only import from it)")
-    watch: str = setting("", "a folder of markdown notes the app keeps in sync while it runs (as `cairn watch`)")
-    new_notes: str = setting("", "the sub-folder of vault.path where `cairn sync` puts the files of notes made in "
-                                 "Cairn; empty: the top of the folder")
+    path: str = setting("", "the markdown folder Cairn keeps in step both ways: the app and `cairn watch` keep "
+                            "it so while they run, `cairn sync` runs one round")
+    watch: str = setting("", "the older name of vault.path, meaning the same (vault.path wins when both are set)")
+    new_notes: str = setting("", "the sub-folder of vault.path where the files of notes made in Cairn go; "
+                                 "empty: the top of the folder")
+
+    @property
+    def bound(self) -> str:
+        """The folder kept in step both ways ("" when none is)."""
+        return self.path.strip() or self.watch.strip()
 
 
 @dataclass

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from core.vault.sync import import_vault
-from core.vault.twoway import CONFLICT_MARK, TwoWaySync, open_conflicts
+from core.vault.conflicts import open_conflicts
+from core.vault.twoway import CONFLICT_MARK, TwoWaySync
 
 GARDEN = """---
 tags: [garden]
@@ -89,12 +90,12 @@ def test_overlapping_edits_keep_the_files_version_and_cairns_whole_beside_it(sto
     assert "in the evening" in path.read_text(encoding="utf-8")  # the file's version stays ...
     assert "in the evening" in _node(store, "Tomatoes")["source"]  # ... and is the note's
     assert "Water them at dawn." in (vault / kept).read_text(encoding="utf-8")  # Cairn's, whole, beside it
-    assert [c["conflict_rel"] for c in open_conflicts(store)] == [kept]
+    assert [c.conflict_rel for c in open_conflicts(store)] == [kept]
     # the conflict file is no note of its own
     assert store.db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2
     assert any(r == kept for r, _ in report.imported.skipped)
     # listed until the user removes the file, having taken what they wanted from it
-    assert [c["conflict_rel"] for c in open_conflicts(store)] == [kept]
+    assert [c.conflict_rel for c in open_conflicts(store)] == [kept]
     (vault / kept).unlink()
     TwoWaySync(store, vault).round()
     assert open_conflicts(store) == []
@@ -155,7 +156,30 @@ def test_cairn_sync_reports_each_way_and_the_conflicts(cairn_cmd, cli_env, vault
     path = vault / "Tomatoes.md"
     path.write_text(path.read_text(encoding="utf-8").replace("the red ones", "the yellow ones"), encoding="utf-8")
     clash = cairn("sync", "--no-index")
-    assert clash.returncode == 1 and "conflict Tomatoes.md: the file's version is kept; Cairn's is in" in clash.stdout
+    assert clash.returncode == 1 and "1 sync conflict to resolve" in clash.stdout
+    assert "Tomatoes.md: Cairn's version is in Tomatoes (conflict from Cairn " in clash.stdout
+    # the history holds both versions, labelled: Cairn's as the change's before, the file's as its after
+    changes = json.loads(cairn("history", node["id"], "--json").stdout)
+    labelled = [c for c in changes if "sync conflict" in c["actor"]]
+    assert labelled and "the green ones" in json.dumps(labelled[0]["before"]) and "the yellow ones" in json.dumps(
+        labelled[0]["after"])
+    # listed, shown as a diff, resolved by keeping Cairn's version
+    listed = json.loads(cairn("conflicts", "--json").stdout)["conflicts"]
+    assert [c["rel"] for c in listed] == ["Tomatoes.md"]
+    shown = cairn("conflicts", "show", listed[0]["id"])
+    assert shown.returncode == 0 and "-description: the yellow ones" in shown.stdout
+    assert "+description: the green ones" in shown.stdout
+    assert cairn("conflicts", "keep", listed[0]["id"]).returncode == 2  # which version: it must be said
+    kept = cairn("conflicts", "keep", listed[0]["id"], "cairn")
+    assert kept.returncode == 0 and "Kept Cairn's version; the other is in .trash/" in kept.stdout, kept
+    assert "description: the green ones" in path.read_text(encoding="utf-8")
+    assert json.loads(cairn("show", node["id"], "--json").stdout)["description"] == "the green ones"
+    trash = vault / ".trash"
+    assert any("the yellow ones" in p.read_text(encoding="utf-8") for p in trash.rglob("*.md"))  # nothing lost
+    assert not list(vault.glob("*conflict from Cairn*"))
+    after = cairn("sync", "--no-index")
+    assert after.returncode == 0 and "sync conflict" not in after.stdout and "wrote" not in after.stdout
+    assert cairn("conflicts", "keep", listed[0]["id"], "file").returncode == 1  # resolved already: said so
 
 
 def test_sync_engines_leftovers_are_understood(store, vault):

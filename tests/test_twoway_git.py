@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from core.graph.store import Store
-from core.vault.twoway import RoundReport, TwoWaySync, open_conflicts
+from core.vault.conflicts import open_conflicts
+from core.vault.twoway import RoundReport, TwoWaySync
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the git command is not installed")
 

@@ -70,7 +70,8 @@ from core import clock
 from core.graph.store import Store
 from core.vault.parse import read_note
 from core.vault.sync import CONFLICT_MARK
-from core.vault.twoway import RoundReport, TwoWaySync, open_conflicts
+from core.vault.conflicts import open_conflicts
+from core.vault.twoway import RoundReport, TwoWaySync
 
 TOKEN = re.compile(r"tok-\d+")
 # A note no operation touches: the folder never runs out of notes. An import that finds no note at all
@@ -266,7 +267,7 @@ class Replicas:
     def kept_tokens(self) -> set[str]:
         found = self.cairn_tokens()
         for conflict in open_conflicts(self.store):
-            found.update(TOKEN.findall((self.root / conflict["conflict_rel"]).read_text(encoding="utf-8")))
+            found.update(TOKEN.findall((self.root / conflict.conflict_rel).read_text(encoding="utf-8")))
         trash = self.root / ".trash"
         if trash.is_dir():
             for path in trash.rglob("*"):

@@ -147,6 +147,7 @@ def test_config_key(db_path, vault, tmp_path):
     watcher = start_from_config(cfg, db_path, on_ready=lambda r: ready.set())
     try:
         assert isinstance(watcher, Watcher) and ready.wait(TIMEOUT)
+        assert watcher.two_way  # the older name means what vault.path means: both ways (issue 23)
     finally:
         watcher.stop()
     assert start_from_config(load(tmp_path / "absent.toml"), db_path) is None
@@ -301,3 +302,39 @@ def test_incremental_syncs_leave_what_a_full_import_would(store, tmp_path, seed)
             changed.append(p)
         report = sync.sync(prune=True, pair_renames=True, paths=[str(p) for p in changed])
         _fresh_check(store, v, report)
+
+
+def test_cairn_watch_keeps_both_ways_in_step(cairn_cmd, cli_env, tmp_path):
+    """`cairn watch` (no folder: the bound one) writes an edit made in Cairn by another command to its
+    file, and imports an edit of the file, until Ctrl-C."""
+    import json
+    import signal
+    import subprocess
+
+    vault = tmp_path / "bound"
+    vault.mkdir()
+    (vault / "Basil.md").write_text("Basil likes warmth.\n", encoding="utf-8")
+
+    def cairn(*args):
+        return subprocess.run([*cairn_cmd, *map(str, args)], env=cli_env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+
+    assert cairn("config", "set", "vault.watch", vault).returncode == 0  # the older key: the same binding
+    proc = subprocess.Popen([*cairn_cmd, "watch", "--no-index"], env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        db = Path(cli_env["CAIRN_HOME"]) / "cairn.db"
+        wait_until(lambda: db.exists() and '"Basil"' in cairn("search", "Basil", "--json").stdout,
+                   timeout=60, what="the first round")
+        node = json.loads(cairn("search", "Basil", "--json").stdout)[0]
+        assert cairn("edit", node["id"], "--text", "Basil likes warmth and shelter.").returncode == 0
+        wait_until(lambda: "shelter" in (vault / "Basil.md").read_text(encoding="utf-8"), timeout=30,
+                   what="Cairn's edit to reach the file")
+        (vault / "Basil.md").write_text("Basil likes warmth, shelter and water.\n", encoding="utf-8")
+        wait_until(lambda: "water" in json.loads(cairn("show", node["id"], "--json").stdout)["source"],
+                   timeout=30, what="the file's edit to reach Cairn")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "in step both ways" in out and "wrote Basil.md" in out and "Stopped watching." in out

@@ -262,15 +262,16 @@ def _permissions(store: Store, repair: bool, report: DoctorReport) -> None:
 
 def _vault_conflicts(store: Store, report: DoctorReport) -> None:
     """The notes a two-way sync kept both versions of (core/vault/twoway.py), until the user resolves them."""
-    from core.vault.twoway import open_conflicts
+    from core.vault.conflicts import open_conflicts
 
     found = open_conflicts(store)
     if not found:
         report.findings.append(Finding("vault_conflicts", 0, "no sync conflict waiting"))
         return
     report.findings.append(Finding("vault_conflicts", len(found), "; ".join(
-        f"{c['rel']}: Cairn's version is in {c['conflict_rel']}" for c in found)
-        + " — keep what you want in the note, then delete the conflict file (cairn sync sees it resolved)"))
+        f"{c.rel}: Cairn's version is in {c.conflict_rel}" for c in found)
+        + " — compare them with `cairn conflicts show ID`, keep one with `cairn conflicts keep ID file|cairn`"
+        " (or the app's Sync conflicts), or delete the conflict file once you took what you want from it"))
 
 
 def _log_file(report: DoctorReport) -> None:

@@ -98,24 +98,45 @@ class TwoWaySync:
 
     # -- the round ----------------------------------------------------------------------------------
     def round(self, *, create_new: bool | None = None, new_notes: str = "", paths=None, pair_renames: bool = False,
-              prune_grace: float = 0.0) -> RoundReport:
+              prune_grace: float = 0.0, actor: str | None = None, progress=None) -> RoundReport:
         """`create_new`: write files for the notes made in Cairn (None: only when this folder was agreed
         to before; True: now, and from now on; False: not). `new_notes`: the folder for them. `paths`,
-        `pair_renames`, `prune_grace`: the import's (core/vault/sync.py), for a watcher's round."""
+        `pair_renames`, `prune_grace`: the import's (core/vault/sync.py), for a watcher's round. `actor`:
+        who the history names for the round's changes (default: the import of the vault). `progress`: the
+        import's (core/vault/sync.py Progress)."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
-        with history.acting_as(history.import_of(f"the vault {self.root.name}")):
+        first_change = self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
+        with history.acting_as(actor or history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
-            report.imported = self.importer.sync(prune=True, paths=paths, pair_renames=pair_renames,
+            report.imported = self.importer.sync(progress, prune=True, paths=paths, pair_renames=pair_renames,
                                                  prune_grace=prune_grace)
             self._merge_moved(report)
             held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
             report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
             self._agree(report)
+            self._label_conflicts(report, first_change)
             self._settle_conflicts()
         return report
+
+    def _label_conflicts(self, report: RoundReport, first_change: int) -> None:
+        """The history of a conflicted note says so: the import's change that put the file's version in
+        the note holds Cairn's version as its `before` and the file's as its `after`; its actor names the
+        conflict file, so `cairn history` shows both versions as what they are."""
+        for rel, conflict_rel in report.conflicts:
+            row = self.store.db.execute(
+                "SELECT id FROM nodes WHERE json_extract(metadata, '$.vault.root') = ?"
+                " AND json_extract(metadata, '$.vault.path') = ?", (self.root_key, rel)).fetchone()
+            if row is None:
+                continue
+            with self.store.db.transaction() as conn:
+                conn.execute(
+                    "UPDATE history SET actor = actor || ? WHERE id = (SELECT max(id) FROM history WHERE node_id = ?"
+                    " AND id > ? AND edge_id IS NULL AND action = 'update')",
+                    (f" (sync conflict: this is the file's version; before it, Cairn's, also kept in {conflict_rel})",
+                     row["id"], first_change))
 
     def _settle_conflicts(self) -> None:
         """A conflict whose file the user removed (having taken what they wanted from it) is resolved."""
@@ -410,12 +431,6 @@ class TwoWaySync:
                     " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
                     " trashed = NULL, pending = NULL, pending_fp = NULL",
                     (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), stamps.get(node_id)))
-
-
-def open_conflicts(store: Store) -> list[dict]:
-    """The conflicts a round kept and the user has not resolved yet, oldest first."""
-    return [dict(r) for r in store.db.execute(
-        "SELECT id, root, rel, conflict_rel, created_at FROM vault_conflicts WHERE resolved_at IS NULL ORDER BY id")]
 
 
 def _split(text: str) -> tuple[str, str]:

@@ -70,6 +70,7 @@ def watch(
     step_ms: int = 50,
     two_way: bool = False,
     new_notes: str = "",
+    on_round: Callable[[object], None] | None = None,
 ) -> None:
     """Import `folder`, then keep the store in step with it until `stop_event` is set (or Ctrl-C in the
     main thread, which raises KeyboardInterrupt). `on_ready(report)` gets the initial import's report,
@@ -80,7 +81,9 @@ def watch(
     `two_way` (a bound folder, `[vault] path`): each step is a round both ways (core/vault/twoway.py), and
     a change to the database made by another connection (the app saving a note) starts one too: the
     database is looked at every TWO_WAY_POLL seconds (its `data_version`, which this connection's own
-    writes leave alone, so the watcher's writes start nothing)."""
+    writes leave alone, so the watcher's writes start nothing). `on_round(report)` gets each round's
+    RoundReport (the first one too): what went to the files, the conflicts kept, the notes made in Cairn
+    that would get a file once the user agrees (`would_create`)."""
     import watchfiles
 
     # Read before each round, never after: a save made by another connection while a round runs starts
@@ -92,12 +95,15 @@ def watch(
 
         rounds = TwoWaySync(store, folder)
         sync = rounds.importer
-        report = rounds.round(new_notes=new_notes).imported
+        first = rounds.round(new_notes=new_notes, progress=progress)
+        report = first.imported
     else:
         sync = VaultSync(store, folder)
         report = sync.sync(progress)
     if on_ready:
         on_ready(report)
+    if rounds is not None and on_round:
+        on_round(first)
     last = time.monotonic()
     first_tick = True
     for changes in watchfiles.watch(
@@ -124,8 +130,10 @@ def watch(
             paths = set()  # only the database changed: no file to look at (the round's own writes come as events)
         try:
             if rounds is not None:
-                report = rounds.round(new_notes=new_notes, paths=paths, pair_renames=True,
-                                      prune_grace=DELETE_GRACE).imported
+                this_round = rounds.round(new_notes=new_notes, paths=paths, pair_renames=True, prune_grace=DELETE_GRACE)
+                report = this_round.imported
+                if on_round:
+                    on_round(this_round)
             else:
                 report = sync.sync(prune=True, pair_renames=True, prune_grace=DELETE_GRACE, paths=paths)
         except CairnError as exc:
@@ -145,8 +153,8 @@ class Watcher:
 
     def __init__(self, db_path: str | Path, folder: str | Path, *, on_change: OnReport | None = None,
                  on_ready: OnReport | None = None, on_error: Callable[[Exception], None] | None = None,
-                 two_way: bool = False, new_notes: str = ""):
-        self.two_way, self.new_notes = two_way, new_notes
+                 two_way: bool = False, new_notes: str = "", on_round: Callable[[object], None] | None = None):
+        self.two_way, self.new_notes, self.on_round = two_way, new_notes, on_round
         self.db_path = Path(db_path)
         self.folder = Path(folder).expanduser()
         self.on_change, self.on_ready, self.on_error = on_change, on_ready, on_error
@@ -171,7 +179,7 @@ class Watcher:
         try:
             with Store(self.db_path) as store:
                 watch(store, self.folder, self.stop_event, self.on_change, on_ready=self.on_ready,
-                      on_error=self.on_error, two_way=self.two_way, new_notes=self.new_notes)
+                      on_error=self.on_error, two_way=self.two_way, new_notes=self.new_notes, on_round=self.on_round)
         except Exception as exc:  # reported, never raised into a thread nobody joins
             self.error = exc
             if self.on_error:
@@ -188,11 +196,9 @@ def start_watching(db_path: str | Path, folder: str | Path, **callbacks) -> Watc
 
 
 def start_from_config(config, db_path: str | Path, **callbacks) -> Watcher | None:
-    """What the app calls at start: keep the bound folder (`vault.path`) in step both ways, or import from
-    `vault.watch` (as `cairn watch`), if either is set (else None). Raises InvalidInput when the
-    configured folder does not exist."""
-    bound = config.vault.path.strip()
-    folder = bound or config.vault.watch.strip()
+    """What the app calls at start: keep the bound folder (`vault.path`, or the older name `vault.watch`)
+    in step both ways, if one is set (else None). Raises InvalidInput when the folder does not exist."""
+    folder = config.vault.bound
     if not folder:
         return None
-    return start_watching(db_path, folder, two_way=bool(bound), new_notes=config.vault.new_notes, **callbacks)
+    return start_watching(db_path, folder, two_way=True, new_notes=config.vault.new_notes, **callbacks)

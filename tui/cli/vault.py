@@ -1,4 +1,5 @@
-"""`cairn import export watch`: markdown folders (an Obsidian vault) and RA-H OS databases in and out."""
+"""`cairn import export sync watch conflicts`: markdown folders (an Obsidian vault) and RA-H OS databases in and out,
+and a bound folder kept in step both ways (core/vault/twoway.py)."""
 
 from __future__ import annotations
 
@@ -185,14 +186,18 @@ def cmd_export(args, out: Out) -> int:
 
 
 def cmd_watch(args, out: Out) -> int:
-    """Import the folder, then keep the database in step with it until Ctrl-C."""
+    """Keep the database and a folder in step both ways until Ctrl-C: a round now, then one whenever
+    the folder or the database changes (core/vault/watch.py, core/vault/twoway.py)."""
     from core import clock
+    from core.graph.store import Store
+    from core.vault.conflicts import open_conflicts
     from core.vault.watch import watch
 
-    folder = Path(args.path).expanduser()
+    cfg = load_config(args)
+    folder = bound_folder(args, cfg)
     with open_store(args) as store:
-        bar = LazyProgress(out, "Importing", "files")
         state: dict = {}
+        bar = LazyProgress(out, "Importing", "files")
 
         def ready(report) -> None:
             bar.__exit__(None, None, None)
@@ -201,8 +206,30 @@ def cmd_watch(args, out: Out) -> int:
             else:
                 _print_vault_report(out, report)
             _index_after(args, out, store, state)
-            if not out.as_json:
-                out.text(f"Watching {report.folder} (Ctrl-C stops).", style="bold")
+
+        def each_round(report) -> None:
+            if out.as_json:
+                if not state.get("rounds"):
+                    state["rounds"] = 1  # the first round's import went out as "ready"
+                elif report.written or report.merged or report.conflicts or report.trashed or report.restored \
+                        or report.created or report.held:
+                    sys.stdout.write(json.dumps({"event": "round", **{k: v for k, v in report.as_dict().items()
+                                                                       if k != "imported"}}, ensure_ascii=False) + "\n")
+                    sys.stdout.flush()
+                return
+            _print_round(out, report, clock.now()[11:19])
+            if report.would_create and not state.get("asked"):
+                state["asked"] = True
+                if args.yes or ask_to_create(out, Path(report.folder), report.would_create):
+                    with Store(store.path) as other:  # agreed: the watcher's next round writes them (data_version)
+                        other.set_meta(f"vault_new_notes:{report.folder}", clock.now())
+                else:
+                    out.text((f"{len(report.would_create)} notes made in Cairn have no file in the folder; "
+                              "`cairn sync --yes` writes them.", "yellow"))
+            if not state.get("rounds"):
+                state["rounds"] = 1
+                _print_open_conflicts(out, open_conflicts(store))
+                out.text(f"Keeping {report.folder} and Cairn in step both ways (Ctrl-C stops).", style="bold")
 
         def changed(report) -> None:
             if out.as_json:
@@ -229,7 +256,8 @@ def cmd_watch(args, out: Out) -> int:
             print(f"cairn: {printable(str(exc))}", file=sys.stderr)
 
         try:
-            watch(store, folder, None, changed, on_ready=ready, on_error=error, progress=bar)
+            watch(store, folder, None, changed, on_ready=ready, on_error=error, progress=bar, two_way=True,
+                  new_notes=cfg.vault.new_notes, on_round=each_round)
         except KeyboardInterrupt:
             if not out.as_json:
                 out.text("Stopped watching.")
@@ -239,57 +267,134 @@ def cmd_watch(args, out: Out) -> int:
     return 0
 
 
+def bound_folder(args, cfg) -> Path:
+    """The folder a two-way verb works on: the one named, else the bound one (`[vault] path`, or the
+    older `[vault] watch`, which means the same)."""
+    folder = getattr(args, "path", None) or cfg.vault.bound
+    if not folder:
+        raise UsageError(f"Name the folder (cairn {args.verb} FOLDER), or bind one: cairn config set vault.path FOLDER.")
+    return Path(folder).expanduser()
+
+
+def ask_to_create(out: Out, folder: Path, titles: list[str]) -> bool:
+    """The first two-way sync of a database holding notes made in Cairn: say what would be written into
+    the folder and ask (on a terminal only; elsewhere `--yes` says it)."""
+    if not titles or out.as_json or not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    shown = "\n".join(f"  {printable(t)}" for t in titles[:LIST_CAP])
+    more = f"\n  … and {len(titles) - LIST_CAP} more" if len(titles) > LIST_CAP else ""
+    sys.stderr.write(f"{len(titles)} notes made in Cairn have no file in {printable(str(folder))} yet:\n"
+                     f"{shown}{more}\nWrite them into the folder (and every new note from now on)? [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _print_round(out: Out, report, stamp: str = "", *, conflicts: bool = True) -> None:
+    """What a two-way round did besides the import (written, merged, trashed, ...), a line each; its
+    new conflicts too unless `conflicts` is False (the caller lists every open one)."""
+    lead = [(f"{stamp} ", "dim")] if stamp else []
+    for rel in report.written:
+        out.text(*lead, "wrote ", (rel, "bold"), (" (changed in Cairn)", "dim"))
+    for rel in report.merged:
+        out.text(*lead, "merged ", (rel, "bold"), (" (changed on both sides, apart)", "dim"))
+    for rel, moved in report.trashed:
+        out.text(*lead, "trashed ", (rel, "bold"), (f" → {moved}", "dim"))
+    for rel in report.restored:
+        out.text(*lead, "restored ", (rel, "bold"), (" (back from .trash/)", "dim"))
+    for rel, why in report.held:
+        out.text(*lead, ("held ", "yellow"), (rel, "bold"), (f": {why}", "yellow"))
+    for rel in report.created:
+        out.text(*lead, "created ", (rel, "bold"), (" (a note made in Cairn)", "dim"))
+    for rel, kept in report.conflicts if conflicts else ():
+        out.text(*lead, ("conflict ", "yellow"), (rel, "bold"), ": both sides changed the same lines; the file's "
+                 "version is kept, Cairn's is in ", (kept, "bold"))
+
+
+def _print_open_conflicts(out: Out, conflicts) -> None:
+    if not conflicts:
+        return
+    out.text((f"{plural(len(conflicts), 'sync conflict')} to resolve (cairn conflicts):", "yellow"))
+    for c in conflicts:
+        out.text(f"  {c.id}  ", (c.rel, "bold"), (f": Cairn's version is in {c.conflict_rel}", "dim"))
+
+
 def cmd_sync(args, out: Out) -> int:
     """One round both ways between the database and a markdown folder (core/vault/twoway.py)."""
-    from core.vault.twoway import TwoWaySync, open_conflicts
+    from core.vault.conflicts import open_conflicts
+    from core.vault.twoway import TwoWaySync
 
     cfg = load_config(args)
-    folder = args.path
-    if folder is None:
-        folder = cfg.vault.path or cfg.vault.watch
-        if not folder:
-            raise UsageError("Name the folder (cairn sync FOLDER), or bind one: cairn config set vault.path FOLDER.")
+    folder = bound_folder(args, cfg)
     with open_store(args) as store:
-        sync = TwoWaySync(store, Path(folder).expanduser())
+        sync = TwoWaySync(store, folder)
         report = sync.round(create_new=True if args.yes else None, new_notes=cfg.vault.new_notes)
-        if report.would_create and sys.stdin.isatty() and sys.stderr.isatty() and not out.as_json:
-            # the first sync with this folder: say what would be written into it, and ask
-            shown = "\n".join(f"  {printable(t)}" for t in report.would_create[:20])
-            more = f"\n  … and {len(report.would_create) - 20} more" if len(report.would_create) > 20 else ""
-            sys.stderr.write(f"{len(report.would_create)} notes made in Cairn have no file in {sync.root} yet:\n"
-                             f"{shown}{more}\nWrite them into the folder (and every new note from now on)? [y/N] ")
-            sys.stderr.flush()
-            if sys.stdin.readline().strip().lower() in ("y", "yes"):
-                created = sync.round(create_new=True, new_notes=cfg.vault.new_notes)
-                report.created, report.would_create = created.created, []
+        if report.would_create and ask_to_create(out, sync.root, report.would_create):
+            created = sync.round(create_new=True, new_notes=cfg.vault.new_notes)
+            report.created, report.would_create = created.created, []
         conflicts = open_conflicts(store)
         state: dict = {}
         if report.imported is not None:
             _index_after(args, out, store, state)
     if out.as_json:
-        out.json({**report.as_dict(), "open_conflicts": conflicts})
+        out.json({**report.as_dict(), "open_conflicts": [c.as_dict() for c in conflicts]})
         return 1 if conflicts else 0
-    for rel in report.written:
-        out.text("wrote ", (rel, "bold"), (" (changed in Cairn)", "dim"))
-    for rel in report.merged:
-        out.text("merged ", (rel, "bold"), (" (changed on both sides, apart)", "dim"))
-    for rel, moved in report.trashed:
-        out.text("trashed ", (rel, "bold"), (f" → {moved}", "dim"))
-    for rel in report.restored:
-        out.text("restored ", (rel, "bold"), (" (back from .trash/)", "dim"))
-    for rel, why in report.held:
-        out.text(("held ", "yellow"), (rel, "bold"), (f": {why}", "yellow"))
-    for rel in report.created:
-        out.text("created ", (rel, "bold"), (" (a note made in Cairn)", "dim"))
+    _print_round(out, report, conflicts=False)
     if report.would_create:
         out.text((f"{len(report.would_create)} notes made in Cairn have no file in the folder yet; `cairn sync --yes` "
                   "writes them (and every new note from then on).", "yellow"))
     if report.imported is not None:
         _print_vault_report(out, report.imported)
-    for c in conflicts:
-        out.text(("conflict ", "yellow"), (c["rel"], "bold"), f": the file's version is kept; Cairn's is in ",
-                 (c["conflict_rel"], "bold"))
+    _print_open_conflicts(out, conflicts)
     return 1 if conflicts else 0
+
+
+def cmd_conflicts(args, out: Out) -> int:
+    """List the sync conflicts, show one (both versions, as a diff), or keep one version."""
+    from core.vault import conflicts as vault_conflicts
+
+    action, rest = args.action, args.rest
+    with open_store(args) as store:
+        if action == "list":
+            found = vault_conflicts.open_conflicts(store)
+            if out.as_json:
+                out.json({"conflicts": [c.as_dict() for c in found]})
+            elif not found:
+                out.text("No sync conflict to resolve.")
+            else:
+                _print_open_conflicts(out, found)
+                out.text("Compare: cairn conflicts show ID · keep one: cairn conflicts keep ID file|cairn", style="dim")
+            return 0
+        if not rest or not rest[0].isdigit():
+            raise UsageError(f"cairn conflicts {action} ID{' file|cairn' if action == 'keep' else ''}: "
+                             "the conflict's number (cairn conflicts lists them).")
+        conflict_id = int(rest[0])
+        if action == "show":
+            both = vault_conflicts.versions(store, conflict_id)
+            if out.as_json:
+                out.json({**both.conflict.as_dict(), "file_text": both.file_text, "cairn_text": both.cairn_text})
+                return 0
+            c = both.conflict
+            out.text((c.rel, "bold"), f" — the file's version (in the note now) against Cairn's ({c.conflict_rel}):")
+            if both.file_text is None or both.cairn_text is None:
+                gone = c.rel if both.file_text is None else c.conflict_rel
+                out.text((f"{gone} is no longer in the folder.", "yellow"))
+            for line in both.diff()[2:]:
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else ""
+                out.text((printable(line), style) if style else printable(line))
+            out.text("Lines with + are Cairn's, - the file's. Keep one: cairn conflicts keep "
+                     f"{c.id} file|cairn", style="dim")
+            return 0
+        if len(rest) != 2 or rest[1] not in vault_conflicts.KEEP_CHOICES:
+            raise UsageError("cairn conflicts keep ID file|cairn: which version to keep — the file's (in the note "
+                             "now) or Cairn's (in the conflict file).")
+        away = vault_conflicts.keep(store, conflict_id, rest[1])
+    if out.as_json:
+        out.json({"resolved": conflict_id, "kept": rest[1], "other_version": away})
+    else:
+        kept = "the file's version" if rest[1] == "file" else "Cairn's version"
+        where = f"; the other is in {away}" if away else ""
+        out.text(f"Kept {kept}{where}.")
+    return 0
 
 
 def register(verbs: Verbs) -> None:
@@ -310,7 +415,15 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed the notes that changed")
     p.add_argument("--yes", "-y", action="store_true", help="write files for the notes made in Cairn without asking "
                    "(the first sync with a folder asks)")
-    p = verbs.add("watch", cmd_watch, "import a folder of markdown notes and keep the database in step with it "
-                  "(Ctrl-C stops)")
-    p.add_argument("path", metavar="PATH", type=path_arg, help="the folder of .md notes")
+    p = verbs.add("watch", cmd_watch, "keep a markdown folder and Cairn in step both ways while it runs, as `cairn "
+                  "sync` does once (Ctrl-C stops)")
+    p.add_argument("path", metavar="FOLDER", nargs="?", type=path_arg,
+                   help="the folder of .md notes (default: vault.path in the config)")
     p.add_argument("--no-index", action="store_true", help="do not chunk and embed changed notes")
+    p.add_argument("--yes", "-y", action="store_true", help="write files for the notes made in Cairn without asking "
+                   "(the first sync with a folder asks)")
+    p = verbs.add("conflicts", cmd_conflicts, "the notes a sync kept both versions of: list (default), show ID "
+                  "(the two versions, as a diff), keep ID file|cairn")
+    p.add_argument("action", nargs="?", choices=("list", "show", "keep"), default="list", metavar="ACTION",
+                   help="list (default), show ID, keep ID file|cairn")
+    p.add_argument("rest", nargs="*", metavar="ARG", help="the conflict's number, then (keep) which version")
