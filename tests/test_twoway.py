@@ -336,3 +336,77 @@ def test_a_kill_during_a_round_loses_nothing_and_tears_no_file(cairn_cmd, cli_en
                 text = (vault / rel).read_text(encoding="utf-8")
                 assert all(f"edit {k}\n" in text for k in range(8)), rel  # every edit reached its file
                 assert store.get_node(node_id)["source"].endswith("edit 7\n")
+
+
+def test_edges_made_in_cairn_go_to_the_files_and_come_back_on_another_device(store, vault, tmp_path):
+    """An edge made in Cairn between two notes of the folder is written to its file's `cairn_edges`
+    (the body's [[links]] stay the user's), reaches a second device's Cairn through the folder, and
+    removing it on either side removes it on the other; nothing loops."""
+    from core.graph.store import Store
+
+    (vault / "Compost.md").write_text("Feeds the beds. See [[Basil]].\n", encoding="utf-8")
+    TwoWaySync(store, vault).round()
+    tomatoes, basil, compost = (_node(store, t) for t in ("Tomatoes", "Basil", "Compost"))
+    store.add_edge(tomatoes["id"], basil["id"], "companion planting: basil keeps pests off")
+    report = TwoWaySync(store, vault).round()
+    text = (vault / "Tomatoes.md").read_text(encoding="utf-8")
+    assert report.written == ["Tomatoes.md"]
+    assert "cairn_edges:" in text and "[[Basil]]" in text and "basil keeps pests off" in text
+    assert text.startswith("---\ntags: [garden]\nmood: sunny\n") and text.endswith("Pick them when red.\n")
+    compost_text = (vault / "Compost.md").read_text(encoding="utf-8")
+    assert compost_text == "Feeds the beds. See [[Basil]].\n"  # an edge from a body link stays a link
+    again = TwoWaySync(store, vault).round()
+    assert again.written == [] and again.imported.changed == []  # no loop
+    edges = store.db.execute("SELECT count(*) FROM edges WHERE from_node_id = ?", (tomatoes["id"],)).fetchone()[0]
+    assert edges == 1  # the entry read back is the same edge, not a second one
+
+    # the other device: a Cairn of its own, the same folder (as git or Syncthing would carry it)
+    with Store(tmp_path / "laptop.db") as laptop:
+        TwoWaySync(laptop, vault).round()
+        there = laptop.db.execute(
+            "SELECT e.explanation FROM edges e JOIN nodes a ON a.id = e.from_node_id JOIN nodes b ON b.id = e.to_node_id"
+            " WHERE a.title = 'Tomatoes' AND b.title = 'Basil'").fetchone()
+        assert there is not None and there[0] == "companion planting: basil keeps pests off"
+        # removed on the laptop: its file loses the entry ...
+        edge_id = laptop.db.execute("SELECT id FROM edges WHERE explanation LIKE 'companion%'").fetchone()[0]
+        laptop.delete_edge(edge_id)
+        assert TwoWaySync(laptop, vault).round().written == ["Tomatoes.md"]
+    assert "cairn_edges" not in (vault / "Tomatoes.md").read_text(encoding="utf-8")
+    # ... and this device's edge goes too
+    TwoWaySync(store, vault).round()
+    assert store.db.execute("SELECT count(*) FROM edges WHERE from_node_id = ?", (tomatoes["id"],)).fetchone()[0] == 0
+    assert store.db.execute("SELECT count(*) FROM edges WHERE from_node_id = ?", (compost["id"],)).fetchone()[0] == 1
+
+
+def test_an_edit_in_cairn_keeps_the_edges_a_file_already_lists(store, vault):
+    """A file that carries `cairn_edges` (an export, another device) keeps them when Cairn writes its
+    text (they were dropped: the write listed only edges made in Cairn)."""
+    (vault / "Basil.md").write_text("---\ncairn_edges:\n- to: '[[Tomatoes]]'\n  explanation: grows beside them\n---\n"
+                                    "Basil likes warmth.\n", encoding="utf-8")
+    TwoWaySync(store, vault).round()
+    basil = _node(store, "Basil")
+    store.update_node(basil["id"], source="Basil likes warmth and sun.\n")
+    assert TwoWaySync(store, vault).round().written == ["Basil.md"]
+    text = (vault / "Basil.md").read_text(encoding="utf-8")
+    assert "[[Tomatoes]]" in text and "grows beside them" in text and text.endswith("Basil likes warmth and sun.\n")
+    assert store.db.execute("SELECT count(*) FROM edges WHERE from_node_id = ?", (basil["id"],)).fetchone()[0] == 1
+
+
+def test_keeping_the_files_version_moves_cairns_to_the_trash(store, vault):
+    from core.vault import conflicts
+
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Basil")
+    store.update_node(node["id"], source="Basil likes shade.\n")
+    (vault / "Basil.md").write_text("Basil likes sun.\n", encoding="utf-8")
+    report = TwoWaySync(store, vault).round()
+    [(_, kept)] = report.conflicts
+    [conflict] = conflicts.open_conflicts(store)
+    both = conflicts.versions(store, conflict.id)
+    assert both.file_text == "Basil likes sun.\n" and both.cairn_text.endswith("Basil likes shade.\n")
+    away = conflicts.keep(store, conflict.id, "file")
+    assert away.startswith(".trash/") and (vault / away).read_text(encoding="utf-8").endswith("Basil likes shade.\n")
+    assert not (vault / kept).exists() and conflicts.open_conflicts(store) == []
+    assert _node(store, "Basil")["source"] == "Basil likes sun.\n"
+    with pytest.raises(Exception, match="was resolved"):
+        conflicts.keep(store, conflict.id, "cairn")

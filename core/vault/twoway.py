@@ -52,8 +52,8 @@ from core.vault import threeway
 from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
 from core.vault.export import safe_name
 from core.vault.note_file import render_note
-from core.vault.parse import _FRONTMATTER, _yaml_load, read_note
-from core.vault.sync import CONFLICT_MARK, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
+from core.vault.parse import _FRONTMATTER, _yaml_load, parse_note, read_note
+from core.vault.sync import CONFLICT_MARK, EDGE_SOURCE, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
 
 
 
@@ -79,10 +79,11 @@ class RoundReport:
                 "imported": self.imported.as_dict() if self.imported else None}
 
 
-def fingerprint(node: dict) -> str:
-    """What of a node its file carries, hashed: a change to any of it is a change to write."""
+def fingerprint(node: dict, edges: list[tuple[str, str]] = ()) -> str:
+    """What of a node its file carries, hashed: a change to any of it is a change to write. `edges`: the
+    ones its `cairn_edges` carries (TwoWaySync._file_edges)."""
     fields = [node["title"], node["description"], node["source"], node["link"], node["event_date"],
-              node["type"], sorted(d.lower() for d in node["dimensions"])]
+              node["type"], sorted(d.lower() for d in node["dimensions"]), sorted(map(list, edges))]
     return hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -106,13 +107,17 @@ class TwoWaySync:
         import's (core/vault/sync.py Progress)."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
+        self._names = None  # how [[links]] name this folder's notes (_link_names), read once a round
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
         first_change = self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
         with history.acting_as(actor or history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
             self._cairn_to_files(report)
+            bases = {i: st["base"] for i, st in self._states().items()}
             report.imported = self.importer.sync(progress, prune=True, paths=paths, pair_renames=pair_renames,
                                                  prune_grace=prune_grace)
+            self._names = None  # the import may have added, moved or removed notes
+            self._edges_from_files(report, bases)
             self._merge_moved(report)
             held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
             report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
@@ -175,15 +180,110 @@ class TwoWaySync:
                 continue  # really gone: the import trashed it (Cairn's version is in the trash)
             rel = now[0]
             theirs = (self.root / rel).read_bytes().decode("utf-8", "surrogateescape")
-            ours = render_note(before, existing_text=base, rel=rel)
+            edges = self._file_edges(node_id, base, rel)
+            ours = render_note(before, existing_text=base, rel=rel, edges=edges)
             with self.store.db.transaction() as conn:
                 conn.execute("UPDATE vault_notes SET rel = ? WHERE node_id = ?", (rel, node_id))
-            self._merge(node_id, fingerprint(before), rel, base, ours, theirs, report)
+            self._merge(node_id, fingerprint(before, edges), rel, base, ours, theirs, report)
             self._touched.add(node_id)
             again.append(str(self.root / rel))
         if again:
             second = self.importer.sync(prune=True, paths=again)
             report.imported.changed += [r for r in second.changed if r not in report.imported.changed]
+
+    # -- edges in the files -------------------------------------------------------------------------
+    def _link_names(self) -> tuple[dict[int, str], dict[str, int]]:
+        """({node id: the name a [[link]] to its file is written with}, {a name, lower case: node id}):
+        the file name without `.md` where it is unique in the folder, else the path without it; a link
+        by path, by name or by the note's title is read back."""
+        if self._names is None:
+            live = self._vault_nodes()
+            def bare(rel: str) -> str:
+                return rel[:-3] if rel.lower().endswith(".md") else rel
+            stems: dict[str, int] = {}
+            for rel in live.values():
+                stem = bare(rel).rsplit("/", 1)[-1].lower()
+                stems[stem] = stems.get(stem, 0) + 1
+            name_of: dict[int, str] = {}
+            lookup: dict[str, int] = {}
+            for node_id, rel in sorted(live.items()):
+                full = bare(rel)
+                stem = full.rsplit("/", 1)[-1]
+                name_of[node_id] = stem if stems[stem.lower()] == 1 else full
+                lookup.setdefault(full.lower(), node_id)
+                if stems[stem.lower()] == 1:
+                    lookup.setdefault(stem.lower(), node_id)
+            for node_id, title in self.store.db.execute(
+                    "SELECT id, title FROM nodes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(live)),)):
+                lookup.setdefault(title.lower(), node_id)
+            self._names = (name_of, lookup)
+        return self._names
+
+    def _edges_in(self, text: str | None, rel: str) -> dict[int, str]:
+        """{target node id: explanation} of the `cairn_edges` entries of a file's text."""
+        if not text:
+            return {}
+        try:
+            note = parse_note(text.encode("utf-8", "surrogateescape"), rel)
+        except Exception:  # core.vault.parse.Skip and kin: a file the import would not read has no edges
+            return {}
+        _, lookup = self._link_names()
+        found: dict[int, str] = {}
+        for link in note.links:
+            if link.kind != "edge":
+                continue
+            target = link.target[:-3] if link.target.lower().endswith(".md") else link.target
+            node_id = lookup.get(target.strip().lower())
+            if node_id is not None:
+                found.setdefault(node_id, link.explanation)
+        return found
+
+    def _carried(self, text: str | None, rel: str) -> list[tuple[str, str]]:
+        """The edges a file's `cairn_edges` carries, named as _file_edges names them."""
+        name_of, _ = self._link_names()
+        return [(name_of[t], why) for t, why in self._edges_in(text, rel).items() if t in name_of]
+
+    def _file_edges(self, node_id: int, text: str | None, rel: str) -> list[tuple[str, str]]:
+        """The edges a note's `cairn_edges` carries: its outgoing edges to notes with a file in this
+        folder, but not those the import made from a link in the file's body (those stay links). An
+        entry already in the file (`text`) keeps its place; new ones follow in the order they were made."""
+        name_of, _ = self._link_names()
+        in_file = list(self._edges_in(text, rel))
+        rows = self.store.db.execute(
+            "SELECT id, to_node_id, explanation, source, json_extract(context, '$.vault_root') AS root FROM edges"
+            " WHERE from_node_id = ? ORDER BY id", (node_id,)).fetchall()
+        kept = [r for r in rows if r["to_node_id"] in name_of and not (
+            r["source"] == EDGE_SOURCE and r["root"] == self.root_key and r["to_node_id"] not in in_file)]
+        kept.sort(key=lambda r: (in_file.index(r["to_node_id"]) if r["to_node_id"] in in_file else len(in_file), r["id"]))
+        return [(name_of[r["to_node_id"]], (r["explanation"] or "").strip()) for r in kept]
+
+    def _edges_from_files(self, report: RoundReport, bases: dict[int, str]) -> None:
+        """An entry removed from a file's `cairn_edges` (on another device, or by hand) removes the edge
+        Cairn made; an explanation changed there changes it, unless Cairn changed it too. (The import
+        keeps its own edges, from the entries it reads, in step itself.)"""
+        if report.imported is None or not report.imported.changed:
+            return
+        by_rel = {rel: i for i, rel in self._vault_nodes().items()}
+        for rel in report.imported.changed:
+            node_id = by_rel.get(rel)
+            base = bases.get(node_id) if node_id is not None else None
+            path = self.root / rel
+            if base is None or not path.is_file():
+                continue
+            before, now = self._edges_in(base, rel), self._edges_in(path.read_bytes().decode("utf-8", "surrogateescape"), rel)
+            if before == now:
+                continue
+            for row in self.store.db.execute(
+                    "SELECT id, to_node_id, explanation, source, json_extract(context, '$.vault_root') AS root"
+                    " FROM edges WHERE from_node_id = ?", (node_id,)).fetchall():
+                target = row["to_node_id"]
+                if target not in before or (row["source"] == EDGE_SOURCE and row["root"] == self.root_key):
+                    continue
+                if target not in now:
+                    self.store.delete_edge(row["id"])
+                elif now[target] != before[target] and row["explanation"] == before[target]:
+                    self.store.update_edge(row["id"], explanation=now[target], allow_empty=not now[target])
+                self._touched.add(node_id)
 
     def _stamps(self, node_ids) -> dict[int, str]:
         """{node id: the id of its latest change} (core/graph/history.py records every write): exact where
@@ -224,7 +324,8 @@ class TwoWaySync:
                 node = self.store.get_node(node_id)  # its file is gone: it may be a restore to bring back
             if node is None:
                 continue
-            node_changed = state is None or fingerprint(node) != state["node_fp"]
+            edges = self._file_edges(node_id, state["base"] if state is not None else None, rel)
+            node_changed = state is None or fingerprint(node, edges) != state["node_fp"]
             if not node_changed and stamps.get(node_id) != state["node_updated"]:
                 restamp.append((stamps.get(node_id), node_id))  # written, but nothing its file carries changed
             path = self.root / rel
@@ -247,13 +348,13 @@ class TwoWaySync:
                 self._first_round(node, rel, file_text, report)
                 continue
             file_changed = file_text != state["base"]
-            ours = render_note(node, existing_text=state["base"] if file_changed else file_text, rel=rel)
+            ours = render_note(node, existing_text=state["base"] if file_changed else file_text, rel=rel, edges=edges)
             if not file_changed:
                 if ours != file_text:
-                    self._write(node_id, rel, ours, fingerprint(node))
+                    self._write(node_id, rel, ours, fingerprint(node, edges))
                     report.written.append(rel)
                 continue
-            self._merge(node_id, fingerprint(node), rel, state["base"], ours, file_text, report)
+            self._merge(node_id, fingerprint(node, edges), rel, state["base"], ours, file_text, report)
         if restamp:
             with self.store.db.transaction() as conn:
                 conn.executemany("UPDATE vault_notes SET node_updated = ? WHERE node_id = ?", restamp)
@@ -268,7 +369,8 @@ class TwoWaySync:
                 # edited in the folder meanwhile: the import brings it back rather than hide that edit; an
                 # edit Cairn made before trashing it would then be overwritten: it is kept as a conflict
                 trashed_node = self._trashed_version(node_id)
-                if trashed_node is not None and fingerprint(trashed_node) != state["node_fp"]:
+                if trashed_node is not None and fingerprint(trashed_node, self._carried(state["base"], state["rel"])) \
+                        != state["node_fp"]:
                     self._conflict(state["rel"], render_note(trashed_node, existing_text=state["base"],
                                                              rel=state["rel"]), report)
                 continue
@@ -324,7 +426,9 @@ class TwoWaySync:
                 with self.store.db.transaction() as conn:  # recorded first (see _write)
                     conn.execute("INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, '', '')"
                                  " ON CONFLICT(node_id) DO UPDATE SET rel = excluded.rel", (node["id"], self.root_key, rel))
-                self._write(node["id"], rel, render_note(node, existing_text=None, rel=rel), fingerprint(node))
+                edges = self._file_edges(node["id"], None, rel)
+                self._write(node["id"], rel, render_note(node, existing_text=None, rel=rel, edges=edges),
+                            fingerprint(node, edges))
             note = read_note(self.root / rel, rel)
             meta = dict(node.get("metadata") or {})
             meta["vault"] = self.importer._vault_meta(note)
@@ -348,13 +452,14 @@ class TwoWaySync:
         node_changed = self._changed_since_import(node["id"])
         if not node_changed:
             return  # the import brings any change of the file
-        ours = render_note(node, existing_text=file_text, rel=rel)
+        edges = self._file_edges(node["id"], file_text, rel)
+        ours = render_note(node, existing_text=file_text, rel=rel, edges=edges)
         if not file_changed:
             if ours != file_text:
                 with self.store.db.transaction() as conn:  # the import as the agreement, then the write (_write)
                     conn.execute("INSERT INTO vault_notes(node_id, root, rel, base, node_fp) VALUES (?, ?, ?, ?, '')",
                                  (node["id"], self.root_key, rel, file_text))
-                self._write(node["id"], rel, ours, fingerprint(node))
+                self._write(node["id"], rel, ours, fingerprint(node, edges))
                 report.written.append(rel)
             return
         self._conflict(rel, ours, report)  # no base to merge against: keep both, the file's in the note
@@ -425,12 +530,16 @@ class TwoWaySync:
                 text = path.read_bytes().decode("utf-8", "surrogateescape")
                 if has_git_conflict(text):
                     continue  # no agreement with an unfinished merge: the last one stands
+                # The agreement is the file as it is: when its cairn_edges lack an edge Cairn has (one to a
+                # note whose file was made later in this round), no stamp, so the next round writes it.
+                carried = self._carried(text, rel)
+                stamp = stamps.get(node_id) if sorted(carried) == sorted(self._file_edges(node_id, text, rel)) else None
                 conn.execute(
                     "INSERT INTO vault_notes(node_id, root, rel, base, node_fp, node_updated) VALUES (?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT(node_id) DO UPDATE SET root = excluded.root, rel = excluded.rel,"
                     " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
                     " trashed = NULL, pending = NULL, pending_fp = NULL",
-                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id]), stamps.get(node_id)))
+                    (node_id, self.root_key, rel, text, fingerprint(nodes[node_id], carried), stamp))
 
 
 def _split(text: str) -> tuple[str, str]:
