@@ -369,3 +369,28 @@ def test_search_falls_back_to_keywords_when_the_embedder_cannot_load(db):
         assert notes == []
     finally:
         tools.close()
+
+
+def test_a_note_an_mcp_client_changes_reaches_its_file_in_the_bound_folder(db, tmp_path, monkeypatch):
+    """With `[vault] path` set, a createNode or updateNode over MCP is written to the folder when the call
+    ends (core/vault/write_back.py), with no app or `cairn watch` running."""
+    from core.agent.mcp_server import CairnTools
+    from core.vault.twoway import TwoWaySync
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Walrus.md").write_text("Walruses haul out on ice floes.\n", encoding="utf-8")
+    with Store(db) as store:
+        TwoWaySync(store, vault).round(create_new=True)
+        walrus = store.db.execute("SELECT id FROM nodes WHERE title = 'Walrus'").fetchone()[0]
+    config = tmp_path / "config.toml"
+    config.write_text(f'[vault]\npath = "{vault}"\n\n[mcp]\nallow_edits = true\n', encoding="utf-8")
+    tools = CairnTools(db, config_path=config)
+    try:
+        tools.call("updateNode", {"id": walrus, "source": "Walruses haul out on ice floes and beaches.",
+                                  "confirmed_by_user": True})
+        assert (vault / "Walrus.md").read_text(encoding="utf-8") == "Walruses haul out on ice floes and beaches."
+        created, notes = tools.call("createNode", {"title": "Narwhal", "source": "Narwhals have a tusk."})
+        assert notes == [] and (vault / "Narwhal.md").read_text(encoding="utf-8").endswith("Narwhals have a tusk.")
+    finally:
+        tools.close()

@@ -147,14 +147,14 @@ def test_cairn_sync_reports_each_way_and_the_conflicts(cairn_cmd, cli_env, vault
     assert first.returncode == 0, first.stderr
     node = json.loads(cairn("search", "Tomatoes", "--json").stdout)[0]
     assert cairn("edit", node["id"], "--description", "the red ones").returncode == 0
+    assert "description: the red ones" in (vault / "Tomatoes.md").read_text(encoding="utf-8")  # the edit wrote it
     done = cairn("sync", "--no-index", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["written"] == ["Tomatoes.md"]
-    assert "description: the red ones" in (vault / "Tomatoes.md").read_text(encoding="utf-8")
-    # an overlap: exit status 1, the conflict named
-    assert cairn("edit", node["id"], "--description", "the green ones").returncode == 0
+    assert json.loads(done.stdout)["written"] == [] and json.loads(done.stdout)["imported"]["changed"] == []
+    # an overlap (the file changed, then the same line in Cairn): exit status 1, the conflict named
     path = vault / "Tomatoes.md"
     path.write_text(path.read_text(encoding="utf-8").replace("the red ones", "the yellow ones"), encoding="utf-8")
+    assert cairn("edit", node["id"], "--description", "the green ones").returncode == 0
     clash = cairn("sync", "--no-index")
     assert clash.returncode == 1 and "1 sync conflict to resolve" in clash.stdout
     assert "Tomatoes.md: Cairn's version is in Tomatoes (conflict from Cairn " in clash.stdout
@@ -410,3 +410,42 @@ def test_keeping_the_files_version_moves_cairns_to_the_trash(store, vault):
     assert _node(store, "Basil")["source"] == "Basil likes sun.\n"
     with pytest.raises(Exception, match="was resolved"):
         conflicts.keep(store, conflict.id, "cairn")
+
+
+def test_a_command_that_changes_a_note_writes_its_file_at_once(cairn_cmd, cli_env, vault):
+    """With a bound folder, `cairn edit`, `add`, `link`, `rm` and `restore` reach the files when the
+    command ends, with no app or `cairn watch` running; an edit whose file also changed waits for the
+    next `cairn sync`, which merges it (nothing written over, no conflict file made early)."""
+    import json
+    import subprocess
+
+    def cairn(*args):
+        done = subprocess.run([*cairn_cmd, *map(str, args)], env=cli_env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    cairn("config", "set", "vault.path", vault)
+    cairn("sync", "--no-index", "--yes")
+    basil = json.loads(cairn("search", "Basil", "--json").stdout)[0]
+    cairn("edit", basil["id"], "--text", "Basil likes warmth and shelter.\n")
+    assert (vault / "Basil.md").read_text(encoding="utf-8") == "Basil likes warmth and shelter.\n"
+    new = json.loads(cairn("add", "Order by March.", "--title", "Seed list", "--json").stdout)
+    assert (vault / "Seed list.md").read_text(encoding="utf-8").endswith("Order by March.")
+    cairn("link", new["id"], basil["id"], "-e", "basil seeds are on it")
+    assert "[[Basil]]" in (vault / "Seed list.md").read_text(encoding="utf-8")
+    cairn("rm", new["id"], "--yes")
+    assert not (vault / "Seed list.md").exists() and (vault / ".trash" / "Seed list.md").is_file()
+    cairn("restore", new["id"])
+    assert (vault / "Seed list.md").is_file() and not (vault / ".trash" / "Seed list.md").exists()
+    # both sides: the command leaves the file alone; the sync merges
+    tomatoes = json.loads(cairn("search", "Tomatoes", "--json").stdout)[0]
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Pick them when red.", "Pick them when deep red."),
+                    encoding="utf-8")
+    cairn("edit", tomatoes["id"], "--text", tomatoes["source"].replace("in the morning", "at dawn"))
+    assert "at dawn" not in path.read_text(encoding="utf-8") and not list(vault.glob("*conflict from Cairn*"))
+    merged = json.loads(cairn("sync", "--no-index", "--json").stdout)
+    assert merged["merged"] == ["Tomatoes.md"] and merged["conflicts"] == []
+    text = path.read_text(encoding="utf-8")
+    assert "Water them at dawn." in text and "Pick them when deep red." in text

@@ -287,6 +287,7 @@ class CairnTools:
         `client`: the name the client gave when it connected (clientInfo.name), for the history."""
         args, runner, refused, policy = self._runner(name, args, client)
         self.searcher.notes = []
+        written: list[str] = []
         try:
             if name == "getContext":
                 value = self._retry(lambda: self._context(runner, args.get("limit", 10), policy))
@@ -294,12 +295,29 @@ class CairnTools:
                 value = self._retry(lambda: runner.run(name, args))
             if name == "searchContent":
                 value = self._fill_pending_text(value)
+            if name not in READ_ONLY:
+                written = self._write_back()
         except ToolError:
             if refused:
                 raise ToolError(f"Refused: {name} would {refused[0]}, and it needs confirmed_by_user: true, sent "
                                 "only after the user approved this change. Nothing was changed.") from None
             raise
-        return value, list(dict.fromkeys(self.searcher.notes))
+        return value, list(dict.fromkeys(self.searcher.notes + written))
+
+    def _write_back(self) -> list[str]:
+        """After a tool that can change notes: their files in the bound folder follow (core/vault/
+        write_back.py). The change is saved either way; a failure becomes a note for the client."""
+        from core.vault.twoway import TwoWaySync
+
+        config = self.config.get()
+        if not config.vault.bound:
+            return []
+        try:
+            TwoWaySync(self.store, Path(config.vault.bound).expanduser()).write_back(new_notes=config.vault.new_notes)
+        except CairnError as exc:
+            log.warning("writing back to the bound folder: %s", exc)
+            return [f"Saved in Cairn, but not yet in the bound folder's files: {exc}"]
+        return []
 
     def sql_job(self, args: Any, client: str | None = None) -> Callable[[threading.Event], tuple[Any, list[str]]]:
         """sqliteQuery checked here (arguments, config, privacy) and run by the function returned, on any

@@ -96,6 +96,7 @@ class TwoWaySync:
         self.importer = VaultSync(store, self.root)
         self.root_key = self.importer.root_key
         self._touched: set[int] = set()  # node ids this round must record a new agreement for
+        self._writes_only = False  # write_back(): Cairn's side only, nothing that needs the import
 
     # -- the round ----------------------------------------------------------------------------------
     def round(self, *, create_new: bool | None = None, new_notes: str = "", paths=None, pair_renames: bool = False,
@@ -125,6 +126,38 @@ class TwoWaySync:
             self._label_conflicts(report, first_change)
             self._settle_conflicts()
         return report
+
+    def write_back(self, *, new_notes: str = "") -> RoundReport:
+        """Cairn's side of a round alone, for a command that just changed notes (core/vault/write_back.py):
+        a note changed in Cairn whose file did not change since the agreement is written, a note trashed
+        or restored moves its file, a new note gets its file (once agreed to for this folder). Whatever
+        needs the import (a file changed on both sides, a file moved) waits for the next whole round,
+        which merges it; nothing is read back, so it costs a look at the changed notes, not the folder."""
+        report = RoundReport(folder=self.root_key)
+        self._touched, self._names, self._moved, self._writes_only = set(), None, {}, True
+        try:
+            with history.acting_as(history.import_of(f"the vault {self.root.name}")):
+                self._new_files(report, None, new_notes)
+                self._cairn_to_files(report)
+                self._agree(report)
+        finally:
+            self._writes_only = False
+        return report
+
+    def _recognise_own_write(self, node_id: int, rel: str, before: str, after: str) -> None:
+        """A file write_back wrote: its content hash goes where the import looks (metadata.vault.sha256),
+        so the next import knows it as the node's own text, not someone else's change. Only when the
+        write changed nothing the import makes edges from (links, title, aliases): otherwise the import
+        must read it to make them."""
+        try:
+            old, new = (parse_note(t.encode("utf-8", "surrogateescape"), rel) for t in (before, after))
+        except Exception:  # core.vault.parse.Skip and kin: the import reads it and says why
+            return
+        if (old.links, old.title, old.aliases) != (new.links, new.title, new.aliases):
+            return
+        with self.store.db.transaction() as conn:  # bookkeeping of the import, as vault_notes: not a change of the note
+            conn.execute("UPDATE nodes SET metadata = json_set(metadata, '$.vault.sha256', ?) WHERE id = ?",
+                         (new.sha, node_id))
 
     def _label_conflicts(self, report: RoundReport, first_change: int) -> None:
         """The history of a conflicted note says so: the import's change that put the file's version in
@@ -331,6 +364,8 @@ class TwoWaySync:
             path = self.root / rel
             if state is not None and not path.exists():
                 back = self._restore_file(node_id, state, rel, report)
+                if back is None and self._writes_only:
+                    continue  # moved in the folder, or gone: the next whole round sees to it
                 if back is None:
                     if node_changed:  # moved or renamed in the folder: merged where the import finds it
                         self._moved[node_id] = (node, state["base"])
@@ -339,8 +374,10 @@ class TwoWaySync:
                 self._touched.add(node_id)
             if not node_changed or not path.is_file():
                 continue  # a change of the file alone is the import's
-            self._touched.add(node_id)
             file_text = path.read_bytes().decode("utf-8", "surrogateescape")
+            if self._writes_only and (state is None or file_text != state["base"]):
+                continue  # changed on both sides (or never agreed): merged by the next whole round
+            self._touched.add(node_id)
             if has_git_conflict(file_text):
                 report.held.append((rel, GIT_MARKERS))  # neither written nor read until the merge is done
                 continue
@@ -353,6 +390,8 @@ class TwoWaySync:
                 if ours != file_text:
                     self._write(node_id, rel, ours, fingerprint(node, edges))
                     report.written.append(rel)
+                    if self._writes_only:
+                        self._recognise_own_write(node_id, rel, file_text, ours)
                 continue
             self._merge(node_id, fingerprint(node, edges), rel, state["base"], ours, file_text, report)
         if restamp:
@@ -366,6 +405,8 @@ class TwoWaySync:
             if not path.is_file():
                 continue
             if path.read_bytes().decode("utf-8", "surrogateescape") != state["base"]:
+                if self._writes_only:
+                    continue
                 # edited in the folder meanwhile: the import brings it back rather than hide that edit; an
                 # edit Cairn made before trashing it would then be overwritten: it is kept as a conflict
                 trashed_node = self._trashed_version(node_id)

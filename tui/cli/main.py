@@ -64,6 +64,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Verbs that can change notes: afterwards their files in the bound folder follow (core/vault/write_back.py).
+# `sync`, `watch` and the app keep the folder themselves; `import` of another folder writes nothing there.
+WRITING_VERBS = frozenset({"add", "today", "edit", "rm", "restore", "link", "unlink", "revert", "merge", "import",
+                           "ask", "distil", "chats", "links", "skills"})
+
+
+def _write_back(args) -> None:
+    """Write what the command changed to the bound folder's files. The notes are saved whatever happens
+    here: a failure is said on stderr and the next `cairn sync` (or the app) finishes the job."""
+    from core import config as config_module
+    from core.errors import CairnError
+    from core.paths import db_path
+    from core.vault.write_back import write_back
+
+    try:
+        config = config_module.load()
+        write_back(db_path(getattr(args, "db", None)), config)
+    except (CairnError, OSError) as exc:
+        log.warning("cairn: writing back to the bound folder: %s", exc)
+        print(f"cairn: saved in Cairn, but not yet in the bound folder's files: {printable(str(exc))} "
+              "(cairn sync retries)", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -78,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     history.set_process_actor(history.APP if verb == "app" else history.COMMAND_LINE)
     try:
-        return func(args, out)
+        status = func(args, out)
+        if verb in WRITING_VERBS:
+            _write_back(args)
+        return status
     except UsageError as exc:
         if debug:
             raise
