@@ -449,3 +449,28 @@ def test_a_command_that_changes_a_note_writes_its_file_at_once(cairn_cmd, cli_en
     assert merged["merged"] == ["Tomatoes.md"] and merged["conflicts"] == []
     text = path.read_text(encoding="utf-8")
     assert "Water them at dawn." in text and "Pick them when deep red." in text
+
+
+def test_importing_the_bound_folder_is_a_round_both_ways(cairn_cmd, cli_env, vault):
+    """`cairn import` of the folder `[vault] path` binds must not replace an edit made in Cairn with the
+    file's version (the issue's complaint): it runs the two-way round, which merges them."""
+    import json
+    import subprocess
+
+    def cairn(*args):
+        done = subprocess.run([*cairn_cmd, *map(str, args)], env=cli_env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    cairn("config", "set", "vault.path", vault)
+    cairn("import", vault, "--no-index")
+    tomatoes = json.loads(cairn("search", "Tomatoes", "--json").stdout)[0]
+    path = vault / "Tomatoes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("Pick them when red.", "Pick them when deep red."),
+                    encoding="utf-8")
+    cairn("edit", tomatoes["id"], "--text", tomatoes["source"].replace("in the morning", "at dawn"))
+    again = cairn("import", vault, "--no-index")
+    assert "running `cairn sync`" in again.stdout and "merged Tomatoes.md" in again.stdout
+    source = json.loads(cairn("show", tomatoes["id"], "--json").stdout)["source"]
+    assert "Water them at dawn." in source and "Pick them when deep red." in source

@@ -9,7 +9,8 @@ files in a temp folder, the real round):
 - in the folder: append / replace / insert a line of a file's body (its frontmatter left alone); make a
   new `.md` file; rename a file; move a file into the vault's `.trash/` (Obsidian's delete); remove a
   file outright (`rm`);
-- a sync round;
+- edges in Cairn: link two notes, remove an edge (`cairn_edges` in the files);
+- a sync round; the write-back a command runs when it ends (`TwoWaySync.write_back`);
 - `same_ms`: the next operation happens in the same millisecond as the one before (see the clock below).
 
 Every edit writes a token of its own (`tok-N`) on a line of its own: each line holds one token, and a lost
@@ -81,7 +82,9 @@ ANCHOR, ANCHOR_TITLE = "anchor.md", "anchor"
 
 KINDS = (
     "sync", "sync",  # twice: rounds come about as often as two edits
+    "write_back",  # what a command that changed notes runs when it ends (core/vault/write_back.py)
     "cairn_append", "cairn_replace", "cairn_insert", "cairn_new", "cairn_delete", "cairn_restore",
+    "cairn_link", "cairn_unlink",
     "file_append", "file_replace", "file_insert", "file_new", "file_rename", "file_trash", "file_rm",
     "same_ms",
 )
@@ -187,6 +190,9 @@ class Replicas:
         side, _, how = kind.partition("_")
         if kind == "sync":
             self.sync()
+        elif kind == "write_back":
+            report = TwoWaySync(self.store, self.root).write_back()
+            self.log.append(f"write_back written={report.written} created={report.created} trashed={report.trashed}")
         elif side == "cairn":
             self.cairn(kind, how, a, b)
         else:
@@ -206,6 +212,19 @@ class Replicas:
             node_id = ids[a % len(ids)]
             self.store.delete_node(node_id)
             self.log.append(f"{kind} node {node_id}")
+        elif how == "link" and len(ids) > 1:
+            one, other = ids[a % len(ids)], ids[b % len(ids)]
+            if one == other or self.store.db.execute("SELECT 1 FROM edges WHERE from_node_id = ? AND to_node_id = ?",
+                                                     (one, other)).fetchone():
+                return
+            self.store.add_edge(one, other, f"edge {self.counter}")
+            self.log.append(f"{kind} {one} -> {other}")
+        elif how == "unlink":
+            edges = [r[0] for r in self.store.db.execute("SELECT id FROM edges ORDER BY id")]
+            if edges:
+                edge_id = edges[a % len(edges)]
+                self.store.delete_edge(edge_id)
+                self.log.append(f"{kind} edge {edge_id}")
         elif how == "restore":
             gone = self.trashed_ids()
             if not gone:

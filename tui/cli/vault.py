@@ -104,6 +104,14 @@ def cmd_import(args, out: Out) -> int:
         kind = "raha"
     else:
         raise InvalidInput(f"There is no folder or file at {path}.")
+    if kind == "vault" and _is_bound(path):
+        # A one-way import of the bound folder would replace edits made in Cairn with the files' versions;
+        # a round both ways merges them (or keeps both as a conflict) instead.
+        if not out.as_json:
+            out.text(f"{path} is the folder Cairn keeps in step both ways ([vault] path): running `cairn sync`.",
+                     style="dim")
+        args.yes = False
+        return cmd_sync(args, out)
     files = None  # the folder's PDFs and text files (tui/cli/capture_files.py)
     with open_store(args) as store:
         if kind == "vault":
@@ -265,6 +273,13 @@ def cmd_watch(args, out: Out) -> int:
         finally:
             bar.__exit__(None, None, None)
     return 0
+
+
+def _is_bound(path: Path) -> bool:
+    from core import config as config_module
+
+    bound = config_module.load().vault.bound
+    return bool(bound) and Path(bound).expanduser().resolve() == path.resolve()
 
 
 def bound_folder(args, cfg) -> Path:
