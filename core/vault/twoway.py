@@ -97,6 +97,7 @@ class TwoWaySync:
         self.root_key = self.importer.root_key
         self._touched: set[int] = set()  # node ids this round must record a new agreement for
         self._writes_only = False  # write_back(): Cairn's side only, nothing that needs the import
+        self._forget_notes()
 
     # -- the round ----------------------------------------------------------------------------------
     def round(self, *, create_new: bool | None = None, new_notes: str = "", paths=None, pair_renames: bool = False,
@@ -108,18 +109,20 @@ class TwoWaySync:
         import's (core/vault/sync.py Progress)."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
-        self._names = None  # how [[links]] name this folder's notes (_link_names), read once a round
+        self._forget_notes()
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
         first_change = self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
         with history.acting_as(actor or history.import_of(f"the vault {self.root.name}")):
             self._new_files(report, create_new, new_notes)
+            self._forget_notes()  # new notes have files now
             self._cairn_to_files(report)
             bases = {i: st["base"] for i, st in self._states().items()}
             report.imported = self.importer.sync(progress, prune=True, paths=paths, pair_renames=pair_renames,
                                                  prune_grace=prune_grace)
-            self._names = None  # the import may have added, moved or removed notes
+            self._forget_notes()  # the import may have added, moved or removed notes
             self._edges_from_files(report, bases)
             self._merge_moved(report)
+            self._forget_notes()
             held = {rel for rel, _ in report.held}  # the import holds a file with git's markers too
             report.held += [(rel, why) for rel, why in report.imported.skipped if why == GIT_MARKERS and rel not in held]
             self._agree(report)
@@ -134,10 +137,12 @@ class TwoWaySync:
         needs the import (a file changed on both sides, a file moved) waits for the next whole round,
         which merges it; nothing is read back, so it costs a look at the changed notes, not the folder."""
         report = RoundReport(folder=self.root_key)
-        self._touched, self._names, self._moved, self._writes_only = set(), None, {}, True
+        self._touched, self._moved, self._writes_only = set(), {}, True
+        self._forget_notes()
         try:
             with history.acting_as(history.import_of(f"the vault {self.root.name}")):
                 self._new_files(report, None, new_notes)
+                self._forget_notes()
                 self._cairn_to_files(report)
                 self._agree(report)
         finally:
@@ -333,8 +338,18 @@ class TwoWaySync:
             conn.execute("UPDATE vault_notes SET pending = ?, pending_fp = ? WHERE node_id = ?", (text, node_fp, node_id))
         write_atomic(self.root / rel, text)
 
+    def _forget_notes(self) -> None:
+        """Read the folder's notes again at the next need (after anything that adds, moves or removes one)."""
+        self._live: dict[int, str] | None = None
+        self._names = None  # how [[links]] name this folder's notes (_link_names)
+
     def _vault_nodes(self) -> dict[int, str]:
         """{node id: its file's path} of the nodes this vault's import made (trashed ones not among them)."""
+        if self._live is None:
+            self._live = self._read_vault_nodes()
+        return dict(self._live)
+
+    def _read_vault_nodes(self) -> dict[int, str]:
         rows = self.store.db.execute(
             "SELECT id, json_extract(metadata, '$.vault.path') AS rel FROM nodes"
             " WHERE json_extract(metadata, '$.vault.root') = ?", (self.root_key,)).fetchall()
