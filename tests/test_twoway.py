@@ -269,15 +269,17 @@ def test_a_bound_folder_is_kept_in_step_both_ways_while_watched(db_path, vault):
     its file, and an edit of the file reaches the database, without a `cairn sync`."""
     import time
 
+    from core.graph import history
     from core.graph.store import Store
     from core.vault.watch import start_watching
 
     import threading
 
     errors: list = []
+    changed: list = []
     ready = threading.Event()
     watcher = start_watching(db_path, vault, two_way=True, on_error=errors.append,
-                             on_ready=lambda report: ready.set())
+                             on_ready=lambda report: ready.set(), on_change=lambda r: changed.extend(r.changed))
     try:
         with Store(db_path) as app:
             assert ready.wait(120), (errors, watcher.error)  # the first round: import and agreement
@@ -288,6 +290,9 @@ def test_a_bound_folder_is_kept_in_step_both_ways_while_watched(db_path, vault):
             while time.monotonic() < deadline and "sheltered" not in path.read_text(encoding="utf-8"):
                 time.sleep(0.05)
             assert path.read_text(encoding="utf-8") == "Basil likes warmth and a sheltered spot.\n"
+            time.sleep(3)  # the file event of Cairn's own write (debounced 1.6 s) has come and gone ...
+            assert changed == []  # ... and was not imported back as a change (nor a second history entry)
+            assert not history.changes(app.db, node["id"], limit=1)[0].actor.startswith("import of")
             path.write_text("Basil likes warmth, shelter and water.\n", encoding="utf-8")
             while time.monotonic() < deadline and "water" not in app.get_node(node["id"])["source"]:
                 time.sleep(0.05)

@@ -337,4 +337,7 @@ def test_cairn_watch_keeps_both_ways_in_step(cairn_cmd, cli_env, tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "in step both ways" in out and "wrote Basil.md" in out and "Stopped watching." in out
+    assert "in step both ways" in out and "Stopped watching." in out
+    # Cairn's edit reached the file (written by the command as it ended, or by the watcher's round if that
+    # came first): either way it is not imported back as a change of the file; the file's own edit is
+    assert out.count("updated Basil.md") == 1, out

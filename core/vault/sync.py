@@ -582,6 +582,9 @@ class VaultSync:
             self._touched.add(note.rel)
             self.by_node.pop(state.node_id, None)
             state = None
+        if state is not None and node is not None and state.sha != note.sha \
+                and ((node.get("metadata") or {}).get("vault") or {}).get("sha256") == note.sha:
+            state.sha = note.sha  # Cairn wrote it in another process and recorded it as the node's own (core/vault/twoway.py)
         if state is not None and state.sha == note.sha:
             state.size, state.mtime_ns = note.size, note.mtime_ns
             fresh = state.links is None

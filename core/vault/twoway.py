@@ -97,6 +97,7 @@ class TwoWaySync:
         self.root_key = self.importer.root_key
         self._touched: set[int] = set()  # node ids this round must record a new agreement for
         self._writes_only = False  # write_back(): Cairn's side only, nothing that needs the import
+        self._reread: set[str] = set()
         self._forget_notes()
 
     # -- the round ----------------------------------------------------------------------------------
@@ -109,6 +110,7 @@ class TwoWaySync:
         import's (core/vault/sync.py Progress)."""
         report = RoundReport(folder=self.root_key)
         self._touched = set()
+        self._reread: set[str] = set()  # files this round wrote that its import must read (merges, new links)
         self._forget_notes()
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
         first_change = self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
@@ -117,6 +119,8 @@ class TwoWaySync:
             self._forget_notes()  # new notes have files now
             self._cairn_to_files(report)
             bases = {i: st["base"] for i, st in self._states().items()}
+            if paths is not None:
+                paths = set(paths) | self._reread
             report.imported = self.importer.sync(progress, prune=True, paths=paths, pair_renames=pair_renames,
                                                  prune_grace=prune_grace)
             self._forget_notes()  # the import may have added, moved or removed notes
@@ -137,7 +141,7 @@ class TwoWaySync:
         needs the import (a file changed on both sides, a file moved) waits for the next whole round,
         which merges it; nothing is read back, so it costs a look at the changed notes, not the folder."""
         report = RoundReport(folder=self.root_key)
-        self._touched, self._moved, self._writes_only = set(), {}, True
+        self._touched, self._moved, self._writes_only, self._reread = set(), {}, True, set()
         self._forget_notes()
         try:
             with history.acting_as(history.import_of(f"the vault {self.root.name}")):
@@ -159,10 +163,14 @@ class TwoWaySync:
         except Exception:  # core.vault.parse.Skip and kin: the import reads it and says why
             return
         if (old.links, old.title, old.aliases) != (new.links, new.title, new.aliases):
+            self._reread.add(str(self.root / rel))  # this round's import reads it (a watcher's names its paths)
             return
         with self.store.db.transaction() as conn:  # bookkeeping of the import, as vault_notes: not a change of the note
             conn.execute("UPDATE nodes SET metadata = json_set(metadata, '$.vault.sha256', ?) WHERE id = ?",
                          (new.sha, node_id))
+        known = self.importer.notes.get(rel)
+        if known is not None:  # a watcher's importer: the file event of this write finds it unchanged
+            known.sha, known.size = new.sha, None  # (size None: read once more and compared by hash, never trusted by mtime)
 
     def _label_conflicts(self, report: RoundReport, first_change: int) -> None:
         """The history of a conflicted note says so: the import's change that put the file's version in
@@ -368,10 +376,8 @@ class TwoWaySync:
         for node_id, rel in sorted(live.items()):
             state = states.get(node_id)
             node = nodes.get(node_id)
-            if node is None and state is not None and not (self.root / rel).exists():
-                node = self.store.get_node(node_id)  # its file is gone: it may be a restore to bring back
             if node is None:
-                continue
+                continue  # unchanged since the agreement (a restore is a change: its file is looked for below)
             edges = self._file_edges(node_id, state["base"] if state is not None else None, rel)
             node_changed = state is None or fingerprint(node, edges) != state["node_fp"]
             if not node_changed and stamps.get(node_id) != state["node_updated"]:
@@ -405,8 +411,7 @@ class TwoWaySync:
                 if ours != file_text:
                     self._write(node_id, rel, ours, fingerprint(node, edges))
                     report.written.append(rel)
-                    if self._writes_only:
-                        self._recognise_own_write(node_id, rel, file_text, ours)
+                    self._recognise_own_write(node_id, rel, file_text, ours)
                 continue
             self._merge(node_id, fingerprint(node, edges), rel, state["base"], ours, file_text, report)
         if restamp:
@@ -541,6 +546,7 @@ class TwoWaySync:
         merged = front + body.text
         if merged != theirs:
             self._write(node_id, rel, merged, node_fp)
+            self._reread.add(str(self.root / rel))  # Cairn's part is in the file: the import brings the rest in
         report.merged.append(rel)
 
     def _conflict(self, rel: str, ours: str, report: RoundReport) -> None:
