@@ -118,7 +118,7 @@ class TwoWaySync:
             self._new_files(report, create_new, new_notes)
             self._forget_notes()  # new notes have files now
             self._cairn_to_files(report)
-            bases = {i: st["base"] for i, st in self._states().items()}
+            bases = self._states()  # as agreed before the import (each base read when asked for)
             if paths is not None:
                 paths = set(paths) | self._reread
             report.imported = self.importer.sync(progress, prune=True, paths=paths, pair_renames=pair_renames,
@@ -203,9 +203,9 @@ class TwoWaySync:
         """Each note's agreement. A write Cairn began and a kill cut short of its agreement (`pending`,
         recorded before the write) is recognised by its text: that file is Cairn's own, not an edit."""
         rows = self.store.db.execute(
-            "SELECT node_id, rel, base, node_fp, node_updated, trashed, pending, pending_fp FROM vault_notes"
+            "SELECT node_id, rel, node_fp, node_updated, trashed, pending, pending_fp FROM vault_notes"
             " WHERE root = ?", (self.root_key,)).fetchall()
-        states = {r["node_id"]: dict(r) for r in rows}
+        states = {r["node_id"]: _Agreement(r, self.store) for r in rows}
         for state in states.values():
             if state["pending"] is None:
                 continue
@@ -303,7 +303,7 @@ class TwoWaySync:
         kept.sort(key=lambda r: (in_file.index(r["to_node_id"]) if r["to_node_id"] in in_file else len(in_file), r["id"]))
         return [(name_of[r["to_node_id"]], (r["explanation"] or "").strip()) for r in kept]
 
-    def _edges_from_files(self, report: RoundReport, bases: dict[int, str]) -> None:
+    def _edges_from_files(self, report: RoundReport, bases: dict[int, "_Agreement"]) -> None:
         """An entry removed from a file's `cairn_edges` (on another device, or by hand) removes the edge
         Cairn made; an explanation changed there changes it, unless Cairn changed it too. (The import
         keeps its own edges, from the entries it reads, in step itself.)"""
@@ -312,7 +312,7 @@ class TwoWaySync:
         by_rel = {rel: i for i, rel in self._vault_nodes().items()}
         for rel in report.imported.changed:
             node_id = by_rel.get(rel)
-            base = bases.get(node_id) if node_id is not None else None
+            base = bases[node_id]["base"] if node_id in bases else None
             path = self.root / rel
             if base is None or not path.is_file():
                 continue
@@ -602,6 +602,22 @@ class TwoWaySync:
                     " base = excluded.base, node_fp = excluded.node_fp, node_updated = excluded.node_updated,"
                     " trashed = NULL, pending = NULL, pending_fp = NULL",
                     (node_id, self.root_key, rel, text, fingerprint(nodes[node_id], carried), stamp))
+
+
+class _Agreement(dict):
+    """A note's row of `vault_notes`; its `base` (the file's whole text) is read only when asked for: a
+    round looks at the bases of the notes that changed, not of the whole folder."""
+
+    def __init__(self, row, store: Store):
+        super().__init__(dict(row))
+        self._store = store
+
+    def __missing__(self, key: str):
+        if key != "base":
+            raise KeyError(key)
+        row = self._store.db.execute("SELECT base FROM vault_notes WHERE node_id = ?", (self["node_id"],)).fetchone()
+        self["base"] = row[0] if row else ""
+        return self["base"]
 
 
 def _split(text: str) -> tuple[str, str]:
