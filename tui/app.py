@@ -50,6 +50,7 @@ class CairnApp(App):
         Binding("f2", "toggle_viewer", "Context", id="toggle_viewer"),
         Binding("f3", "cycle_pane", "Next pane", id="cycle_pane"),
         Binding("f4", "journal_today", "Today", id="journal_today", show=False),  # in the palette, f1, README
+        Binding("f6", "sync_conflicts", "Sync conflicts", id="sync_conflicts", show=False),  # the palette, f1
         Binding("f1", "help", "Help", id="help"),
         Binding("L", "link_suggestions", "Link suggestions", id="link_suggestions", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
@@ -84,6 +85,7 @@ class CairnApp(App):
         self._marked = None  # the pane shown as holding the keyboard
         self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
+        self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded and self._handoff.intercept(event):
@@ -306,6 +308,14 @@ class CairnApp(App):
             return
         self.push_screen(JournalEntry(self.services), self._journal_written)
 
+    def action_sync_conflicts(self) -> None:
+        """f6: the bound folder's sync conflicts, to compare and resolve (tui/screens/sync_conflicts.py)."""
+        from tui.screens.sync_conflicts import SyncConflicts
+
+        if isinstance(self.screen, SyncConflicts):
+            return
+        self.push_screen(SyncConflicts(self.services))
+
     def _journal_written(self, node_id: int | None) -> None:
         if node_id is not None:
             self.query_one(FocusPanel).open_node(node_id)
@@ -520,13 +530,15 @@ class CairnApp(App):
                         timeout=8, markup=False)
 
     def _start_vault_watch(self) -> None:
-        """Keep the folder named by `vault.watch` in step with the database (as `cairn watch` does),
-        in a thread with its own connection; the database watcher then shows what it writes."""
+        """Keep the folder named by `vault.path` (or `vault.watch`) in step with the database both ways
+        (as `cairn watch` does), in a thread with its own connection; the database watcher then shows
+        what it writes, and each round's questions and conflicts reach the user (tui/flows/vault_sync.py)."""
         folder = self.services.config.vault.path or self.services.config.vault.watch
         if not folder:
             return
         from core.errors import CairnError
         from core.vault.watch import start_from_config
+        from tui.flows.vault_sync import VaultSyncFlow
 
         def from_thread(callback, *args, **kwargs) -> None:
             if self.is_running:
@@ -535,10 +547,12 @@ class CairnApp(App):
                 except RuntimeError:  # the app closed meanwhile
                     pass
 
+        self._vault_flow = flow = VaultSyncFlow(self, folder)
         try:
             self._vault_watcher = start_from_config(
                 self.services.config, self.db,
                 on_ready=lambda report: self._vault_ready(folder, report, from_thread),
+                on_round=lambda report: from_thread(flow.after_round, report),
                 on_change=lambda _report: from_thread(self.post_message, NodesChanged()),
                 on_error=lambda exc: from_thread(self.notify, f"Folder sync ({folder}): {exc}", severity="error",
                                                  timeout=8, markup=False),

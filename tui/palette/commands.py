@@ -68,6 +68,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
                         _chat_action(app, "action_undo_created"))
     yield SystemCommand("Chat: distil into notes", "Review the notes the model proposes from this chat (ctrl+t)",
                         _chat_action(app, "action_distil"))
+    yield SystemCommand("Sync: conflicts", "Notes the folder and Cairn both changed: compare the two versions, "
+                        "keep one (f6)", app.action_sync_conflicts)
     yield SystemCommand("Context: toggle the Settings / Context viewer", "What the next request sends (f2)",
                         app.action_toggle_viewer)
     yield SystemCommand("Panes: next pane", "Cycle Nodes, Focus, Chat (f3; narrow terminals)", app.action_cycle_pane)
