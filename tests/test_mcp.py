@@ -385,7 +385,9 @@ def test_a_note_an_mcp_client_changes_reaches_its_file_in_the_bound_folder(db, t
         walrus = store.db.execute("SELECT id FROM nodes WHERE title = 'Walrus'").fetchone()[0]
     config = tmp_path / "config.toml"
     config.write_text(f'[vault]\npath = "{vault}"\n\n[mcp]\nallow_edits = true\n', encoding="utf-8")
-    tools = CairnTools(db, config_path=config)
+    from core.vault.write_back import write_back_store
+
+    tools = CairnTools(db, config_path=config, after_write=write_back_store)  # as `cairn mcp` makes it
     try:
         tools.call("updateNode", {"id": walrus, "source": "Walruses haul out on ice floes and beaches.",
                                   "confirmed_by_user": True})

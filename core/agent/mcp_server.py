@@ -266,13 +266,18 @@ def _locked(exc: BaseException) -> bool:
 class CairnTools:
     """The MCP tools over one database. Not thread-safe: create and use it on one thread."""
 
-    def __init__(self, db_path: str | os.PathLike, *, embedder=None, config_path: Path | None = None):
+    def __init__(self, db_path: str | os.PathLike, *, embedder=None, config_path: Path | None = None,
+                 after_write: Callable[[Any, Any], None] | None = None):
+        """`after_write(store, config)`: run after each tool call that can change notes (the command line
+        passes core/vault/write_back.py's, which writes them to the bound folder; core/agent sits below
+        core/vault, so it is handed in)."""
         from core.search.searcher import Searcher
         from core.graph.store import Store
 
         self.store = _retry_locked(lambda: Store(db_path))  # WAL, busy timeout, migrations (core.graph.db)
         self.searcher = _DegradingSearcher(Searcher(self.store, embedder))
         self.config = _Config(config_path)
+        self.after_write = after_write
         try:
             keep = self.config.get().history.keep_versions
         except CairnError:
@@ -305,15 +310,12 @@ class CairnTools:
         return value, list(dict.fromkeys(self.searcher.notes + written))
 
     def _write_back(self) -> list[str]:
-        """After a tool that can change notes: their files in the bound folder follow (core/vault/
-        write_back.py). The change is saved either way; a failure becomes a note for the client."""
-        from core.vault.twoway import TwoWaySync
-
-        config = self.config.get()
-        if not config.vault.bound:
+        """After a tool that can change notes: `after_write` (their files in the bound folder follow). The
+        change is saved either way; a failure becomes a note for the client."""
+        if self.after_write is None:
             return []
         try:
-            TwoWaySync(self.store, Path(config.vault.bound).expanduser()).write_back(new_notes=config.vault.new_notes)
+            self.after_write(self.store, self.config.get())
         except CairnError as exc:
             log.warning("writing back to the bound folder: %s", exc)
             return [f"Saved in Cairn, but not yet in the bound folder's files: {exc}"]
@@ -507,7 +509,8 @@ def build_server(worker: _Worker):
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(db_path: str | os.PathLike, *, config_path: Path | None = None) -> int:
+def serve(db_path: str | os.PathLike, *, config_path: Path | None = None,
+          after_write: Callable[[Any, Any], None] | None = None) -> int:
     """Serve MCP on stdin/stdout until the client closes stdin. Raises CairnError if the database
     cannot be opened (before any protocol traffic)."""
     import anyio
@@ -516,7 +519,7 @@ def serve(db_path: str | os.PathLike, *, config_path: Path | None = None) -> int
     _log_to_stderr()
     worker = _Worker()
     try:
-        worker.open(db_path, config_path=config_path)
+        worker.open(db_path, config_path=config_path, after_write=after_write)
         server = build_server(worker)
         log.info("cairn mcp serving %s", worker.tools.store.path)
 

@@ -14,7 +14,9 @@ def cmd_mcp(args, out: Out) -> int:
     if args.print_config:
         out.json(mcp_server.client_config(path))
         return 0
-    return mcp_server.serve(path)
+    from core.vault.write_back import write_back_store
+
+    return mcp_server.serve(path, after_write=write_back_store)
 
 
 def register(verbs: Verbs) -> None:
