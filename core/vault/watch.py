@@ -34,7 +34,7 @@ from core.vault.sync import Progress, SyncReport, VaultSync
 
 DELETE_GRACE = 0.3  # seconds a vanished file may take to come back (delete-then-write saves)
 RESCAN_SECONDS = 60  # a full rescan this often when nothing happens, in case an event was lost
-TWO_WAY_POLL = 0.5  # seconds between looks at the database for a bound folder (a save reaches its file in ~1 s)
+TWO_WAY_POLL = 0.25  # seconds between looks at the database for a bound folder (a PRAGMA: cheap)
 _TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".part", ".crdownload", ".bak")
 
 OnReport = Callable[[SyncReport], None]
@@ -130,7 +130,11 @@ def watch(
             paths = set()  # only the database changed: no file to look at (the round's own writes come as events)
         try:
             if rounds is not None:
-                this_round = rounds.round(new_notes=new_notes, paths=paths, pair_renames=True, prune_grace=DELETE_GRACE)
+                if paths == set():  # only the database changed: Cairn's side alone (no file changed to import)
+                    this_round = rounds.write_back(new_notes=new_notes)
+                else:
+                    this_round = rounds.round(new_notes=new_notes, paths=paths, pair_renames=True,
+                                              prune_grace=DELETE_GRACE)
                 report = this_round.imported
                 if on_round:
                     on_round(this_round)
@@ -143,7 +147,7 @@ def watch(
                 raise
             on_error(exc)
             continue
-        if on_change and (report.changes or report.skipped or report.missing):
+        if on_change and report is not None and (report.changes or report.skipped or report.missing):
             on_change(report)
 
 
