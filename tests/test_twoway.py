@@ -479,3 +479,32 @@ def test_importing_the_bound_folder_is_a_round_both_ways(cairn_cmd, cli_env, vau
     assert "running `cairn sync`" in again.stdout and "merged Tomatoes.md" in again.stdout
     source = json.loads(cairn("show", tomatoes["id"], "--json").stdout)["source"]
     assert "Water them at dawn." in source and "Pick them when deep red." in source
+
+
+def test_a_note_made_in_cairn_while_watched_gets_one_file_and_stays_one_note(db_path, vault):
+    """The watcher keeps its importer between rounds: the file it writes for a note made in Cairn must be
+    known as that note's, not imported back as a second note (it was, once the app said yes)."""
+    import threading
+    import time
+
+    from core.graph.store import Store
+    from core.vault.watch import start_watching
+
+    ready = threading.Event()
+    errors: list = []
+    watcher = start_watching(db_path, vault, two_way=True, on_error=errors.append, on_ready=lambda r: ready.set())
+    try:
+        with Store(db_path) as app:
+            assert ready.wait(120), (errors, watcher.error)
+            app.set_meta(f"vault_new_notes:{vault.resolve()}", "2026-12-04T00:00:00.000Z")  # the user said yes
+            app.add_node("Seeds", "Order by March.")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (vault / "Seeds.md").exists():
+                time.sleep(0.05)
+            assert (vault / "Seeds.md").read_text(encoding="utf-8").endswith("Order by March.")
+            time.sleep(3)  # the file event of that write (debounced 1.6 s) has come and gone
+            titles = [r[0] for r in app.db.execute("SELECT title FROM nodes ORDER BY id")]
+    finally:
+        watcher.stop()
+    assert titles.count("Seeds") == 1, titles
+    assert errors == [] and watcher.error is None

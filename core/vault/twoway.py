@@ -53,7 +53,7 @@ from core.vault.atomic import move_to_trash, restore_from_trash, write_atomic
 from core.vault.export import safe_name
 from core.vault.note_file import render_note
 from core.vault.parse import _FRONTMATTER, _yaml_load, parse_note, read_note
-from core.vault.sync import CONFLICT_MARK, EDGE_SOURCE, GIT_MARKERS, SyncReport, VaultSync, has_git_conflict
+from core.vault.sync import CONFLICT_MARK, EDGE_SOURCE, GIT_MARKERS, NoteState, SyncReport, VaultSync, has_git_conflict
 
 
 
@@ -494,6 +494,9 @@ class TwoWaySync:
             meta = dict(node.get("metadata") or {})
             meta["vault"] = self.importer._vault_meta(note)
             self.store.update_node(node["id"], metadata=meta)
+            if self.importer._loaded:  # a watcher's importer knows the folder already: tell it whose file this is
+                self.importer.notes[rel] = NoteState(node["id"], rel, note.sha, note.title, list(note.aliases))
+                self.importer.by_node[node["id"]] = rel
             self._touched.add(node["id"])  # its agreement is this file: recorded at the round's end
             report.created.append(rel)
 
