@@ -10,7 +10,7 @@ files in a temp folder, the real round):
   new `.md` file; rename a file; move a file into the vault's `.trash/` (Obsidian's delete); remove a
   file outright (`rm`);
 - edges in Cairn: link two notes, remove an edge (`cairn_edges` in the files);
-- a sync round; the write-back a command runs when it ends (`TwoWaySync.write_back`);
+- a sync round, of a new TwoWaySync (`cairn sync`) or of one kept between rounds (a watcher's); the write-back a command runs when it ends (`TwoWaySync.write_back`);
 - `same_ms`: the next operation happens in the same millisecond as the one before (see the clock below).
 
 Every edit writes a token of its own (`tok-N`) on a line of its own: each line holds one token, and a lost
@@ -81,7 +81,7 @@ TOKEN = re.compile(r"tok-\d+")
 ANCHOR, ANCHOR_TITLE = "anchor.md", "anchor"
 
 KINDS = (
-    "sync", "sync",  # twice: rounds come about as often as two edits
+    "sync", "watched_sync",  # rounds come about as often as two edits: a `cairn sync`, or a watcher's round
     "write_back",  # what a command that changed notes runs when it ends (core/vault/write_back.py)
     "cairn_append", "cairn_replace", "cairn_insert", "cairn_new", "cairn_delete", "cairn_restore",
     "cairn_link", "cairn_unlink",
@@ -107,6 +107,7 @@ class Replicas:
     written: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+    watcher: TwoWaySync | None = None  # the round kept between rounds (watched_sync)
 
     def __post_init__(self) -> None:
         self.root = self.base / "vault"
@@ -190,6 +191,8 @@ class Replicas:
         side, _, how = kind.partition("_")
         if kind == "sync":
             self.sync()
+        elif kind == "watched_sync":
+            self.sync(watched=True)
         elif kind == "write_back":
             report = TwoWaySync(self.store, self.root).write_back()
             self.log.append(f"write_back written={report.written} created={report.created} trashed={report.trashed}")
@@ -266,11 +269,18 @@ class Replicas:
             path.unlink()
             self.log.append(f"{kind} {rel}")
 
-    def sync(self) -> RoundReport:
-        report = TwoWaySync(self.store, self.root).round(create_new=True)
+    def sync(self, watched: bool = False) -> RoundReport:
+        """A round: of a new TwoWaySync (as `cairn sync` makes), or of the one kept between rounds (as the
+        watcher of the app and `cairn watch` keep it, with its importer's memory of the folder)."""
+        if watched:
+            if self.watcher is None:
+                self.watcher = TwoWaySync(self.store, self.root)
+            report = self.watcher.round(create_new=True)
+        else:
+            report = TwoWaySync(self.store, self.root).round(create_new=True)
         done = {k: v for k, v in report.as_dict().items()
                 if v and k in ("written", "merged", "conflicts", "trashed", "restored", "held", "created")}
-        self.log.append("sync" + "".join(f" {k}={v}" for k, v in done.items()))
+        self.log.append(("watched sync" if watched else "sync") + "".join(f" {k}={v}" for k, v in done.items()))
         return report
 
     # -- where tokens may be ----------------------------------------------------------------------
@@ -342,7 +352,7 @@ def run(base: Path, operations: list[tuple[str, int, int]], *, lost: bool, conve
         replicas.apply("sync", 0, 0)
         for kind, a, b in operations:
             replicas.apply(kind, a, b)
-            if kind == "sync" and lost:
+            if kind in ("sync", "watched_sync") and lost:
                 replicas.check_nothing_lost("after a round")
         replicas.apply("sync", 0, 0)
         replicas.apply("sync", 0, 0)
