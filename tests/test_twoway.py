@@ -508,3 +508,49 @@ def test_a_note_made_in_cairn_while_watched_gets_one_file_and_stays_one_note(db_
         watcher.stop()
     assert titles.count("Seeds") == 1, titles
     assert errors == [] and watcher.error is None
+
+
+def test_a_watchers_write_back_looks_at_the_notes_written_since_and_misses_none(store, db_path, vault):
+    """The watcher keeps its TwoWaySync: its write_back after a save looks only at the notes the history
+    shows written since its last pass (a save at 10,000 notes reaches its file in tens of milliseconds,
+    bench/twoway.py). Whatever another connection does in between still reaches the folder: an edit, a
+    note trashed and restored, a new note, and the user's yes to new notes, which writes no history."""
+    from core.graph.store import Store
+
+    watcher = TwoWaySync(store, vault)
+    first = watcher.round()
+    assert first.would_create == []  # nothing made in Cairn yet: later notes follow without asking
+    other = Store(db_path)  # the app's connection
+    try:
+        basil = _node(other, "Basil")
+        assert watcher.write_back().written == []  # looks once at what the round itself wrote (its import)
+        looked: list = []
+        stamps = watcher._stamps  # each note looked at has its latest change read
+        watcher._stamps = lambda ids: looked.append(sorted(ids)) or stamps(ids)
+        other.update_node(basil["id"], source="Basil likes warmth and shelter.\n")
+        assert watcher.write_back().written == ["Basil.md"]
+        assert (vault / "Basil.md").read_text(encoding="utf-8") == "Basil likes warmth and shelter.\n"
+        assert looked and all(ids == [basil["id"]] for ids in looked), looked  # not the folder's other note
+        assert watcher.write_back().written == []  # nothing written since: nothing looked at
+        tomatoes = _node(other, "Tomatoes")
+        other.delete_node(tomatoes["id"])
+        assert watcher.write_back().trashed == [("Tomatoes.md", ".trash/Tomatoes.md")]
+        other.restore_node(tomatoes["id"])
+        assert watcher.write_back().restored and (vault / "Tomatoes.md").read_text(encoding="utf-8") == GARDEN
+        other.add_node("Seed catalogue", "Order by March.")
+        made = watcher.write_back()
+        assert made.created == ["Seed catalogue.md"], made
+    finally:
+        other.close()
+
+
+def test_a_yes_to_new_notes_given_after_a_watchers_pass_writes_their_files(store, db_path, vault):
+    from core.graph.store import Store
+
+    store.add_node("Seed catalogue", "Order by March.")
+    watcher = TwoWaySync(store, vault)
+    assert watcher.round().would_create == ["Seed catalogue"]
+    assert watcher.write_back().created == []
+    with Store(db_path) as app:  # the app's first-sync question answered yes: a meta key, no history row
+        app.set_meta(f"vault_new_notes:{vault.resolve()}", "2026-12-04T00:00:00.000Z")
+    assert watcher.write_back().created == ["Seed catalogue.md"]

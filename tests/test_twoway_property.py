@@ -10,7 +10,9 @@ files in a temp folder, the real round):
   new `.md` file; rename a file; move a file into the vault's `.trash/` (Obsidian's delete); remove a
   file outright (`rm`);
 - edges in Cairn: link two notes, remove an edge (`cairn_edges` in the files);
-- a sync round, of a new TwoWaySync (`cairn sync`) or of one kept between rounds (a watcher's); the write-back a command runs when it ends (`TwoWaySync.write_back`);
+- a sync round, of a new TwoWaySync (`cairn sync`) or of one kept between rounds (a watcher's); the
+  write-back a command runs when it ends (`TwoWaySync.write_back` of a new one), and a watcher's when the
+  database alone changed (of the kept one, which looks only at the notes written since its last pass);
 - `same_ms`: the next operation happens in the same millisecond as the one before (see the clock below).
 
 Every edit writes a token of its own (`tok-N`) on a line of its own: each line holds one token, and a lost
@@ -48,6 +50,12 @@ Each was lost from every replica (only `cairn history` still had it). One more k
   CREATED a note made in Cairn kept the stand-in agreement of its file's creation until a round touched it;
           trashed, restored and edited, it reported a conflict that was none and stayed apart for good
           (now its agreement is recorded in the round that writes its file).
+Found when the kinds grew a watcher's write-back (the draws changed):
+  CLAIMED a note made in Cairn, its file written by another instance's round (`cairn sync` while the app
+          watches): the watcher's importer, which remembers the folder, took the file for a new note, so
+          two nodes had one file; a later round wrote one's text over the other's edit (now a path new
+          to the importer is looked up in the database first). The convergence check now also asserts
+          one note per file.
 
 The default run draws a few hundred interleavings; `make soak` runs more than 1,000 per property.
 """
@@ -83,6 +91,7 @@ ANCHOR, ANCHOR_TITLE = "anchor.md", "anchor"
 KINDS = (
     "sync", "watched_sync",  # rounds come about as often as two edits: a `cairn sync`, or a watcher's round
     "write_back",  # what a command that changed notes runs when it ends (core/vault/write_back.py)
+    "watched_write_back",  # a watcher's answer to a change of the database alone: its kept instance's write_back
     "cairn_append", "cairn_replace", "cairn_insert", "cairn_new", "cairn_delete", "cairn_restore",
     "cairn_link", "cairn_unlink",
     "file_append", "file_replace", "file_insert", "file_new", "file_rename", "file_trash", "file_rm",
@@ -193,9 +202,11 @@ class Replicas:
             self.sync()
         elif kind == "watched_sync":
             self.sync(watched=True)
-        elif kind == "write_back":
-            report = TwoWaySync(self.store, self.root).write_back()
-            self.log.append(f"write_back written={report.written} created={report.created} trashed={report.trashed}")
+        elif kind in ("write_back", "watched_write_back"):
+            # a command's write-back is of a new TwoWaySync (it looks at every note's stamp); a watcher's is
+            # of its kept one (it looks at the notes written since its last pass)
+            report = (self.kept() if kind == "watched_write_back" else TwoWaySync(self.store, self.root)).write_back()
+            self.log.append(f"{kind} written={report.written} created={report.created} trashed={report.trashed}")
         elif side == "cairn":
             self.cairn(kind, how, a, b)
         else:
@@ -269,13 +280,16 @@ class Replicas:
             path.unlink()
             self.log.append(f"{kind} {rel}")
 
+    def kept(self) -> TwoWaySync:
+        if self.watcher is None:
+            self.watcher = TwoWaySync(self.store, self.root)
+        return self.watcher
+
     def sync(self, watched: bool = False) -> RoundReport:
         """A round: of a new TwoWaySync (as `cairn sync` makes), or of the one kept between rounds (as the
         watcher of the app and `cairn watch` keep it, with its importer's memory of the folder)."""
         if watched:
-            if self.watcher is None:
-                self.watcher = TwoWaySync(self.store, self.root)
-            report = self.watcher.round(create_new=True)
+            report = self.kept().round(create_new=True)
         else:
             report = TwoWaySync(self.store, self.root).round(create_new=True)
         done = {k: v for k, v in report.as_dict().items()
@@ -326,6 +340,8 @@ class Replicas:
             assert body == node["source"], (
                 f"node {node_id} ({rel}): the note's text {node['source']!r} is not its file's {body!r} after:"
                 f"\n  {self.story()}")
+            assert rel not in by_path, (
+                f"nodes {by_path[rel]} and {node_id} are both the note of {rel} (one file, one note) after:\n  {self.story()}")
             by_path[rel] = node_id
         strays = sorted(set(self.note_files(anchor=True)) - set(by_path))
         assert not strays, f"files no live node has: {strays} after:\n  {self.story()}"
@@ -381,6 +397,9 @@ SMALLEST = {
     "SAME_MS": ("lost", [("same_ms", 0, 0), ("cairn_append", 1, 0), ("file_append", 0, 0)]),
     "SAME_MS apart": ("converge", [("same_ms", 0, 0), ("cairn_append", 1, 0)]),
     "CREATED": ("converge", [("cairn_delete", 0, 0), ("sync", 0, 0), ("cairn_restore", 0, 0), ("cairn_append", 0, 0)]),
+    "CLAIMED": ("lost", [("watched_sync", 0, 0), ("cairn_new", 0, 0), ("sync", 0, 0), ("watched_sync", 0, 0),
+                         ("cairn_append", 3, 0), ("cairn_link", 3, 0)]),
+    "CLAIMED once": ("converge", [("watched_sync", 0, 0), ("cairn_new", 0, 0), ("sync", 0, 0), ("watched_sync", 0, 0)]),
 }
 
 

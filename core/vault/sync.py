@@ -342,6 +342,26 @@ class VaultSync:
         self.gone_roots = sorted(root for root, exists in roots.items() if not exists)
         self._loaded = True
 
+    def _claimed_elsewhere(self, rels: list[str]) -> None:
+        """Files new to this importer but maybe not to the database: another connection may have claimed
+        them since this importer loaded (a `cairn sync` or a command's write-back writing the file of a
+        note made in Cairn while the app's watcher keeps its importer). Such a file is that note's, not a
+        new note: what the database says is learnt before the files are read."""
+        rows = self.store.db.execute(
+            "SELECT id, title, json_extract(metadata, '$.vault.path') AS path,"
+            " json_extract(metadata, '$.vault.sha256') AS sha, json_extract(metadata, '$.aliases') AS aliases"
+            " FROM nodes WHERE json_extract(metadata, '$.vault.root') = ?"
+            " AND json_extract(metadata, '$.vault.path') IN (SELECT value FROM json_each(?))",
+            (self.root_key, json.dumps(rels))).fetchall()
+        for row in rows:
+            was = self.by_node.get(row["id"])
+            if was is not None and was != row["path"]:
+                self.notes.pop(was, None)  # moved by the other connection's round: the database says where
+            aliases = json.loads(row["aliases"]) if row["aliases"] else []
+            self.notes[row["path"]] = NoteState(row["id"], row["path"], row["sha"] or "", row["title"],
+                                                [a for a in aliases if isinstance(a, str)])
+            self.by_node[row["id"]] = row["path"]
+
     def _trash_by_path(self) -> dict[str, int]:
         rows = self.store.db.execute(
             "SELECT node_id, json_extract(payload, '$.node.metadata.vault.path') AS path FROM trash"
@@ -430,6 +450,9 @@ class VaultSync:
         if progress and done:
             progress(done, total)
         new_paths = [rel for rel in to_read if rel not in self.notes]
+        if new_paths and not first:
+            self._claimed_elsewhere(new_paths)
+            new_paths = [rel for rel in to_read if rel not in self.notes]
         self._trash_cache = None
         db_id = self.store.meta("db_id")
         self.skipped = {rel: v for rel, v in self.skipped.items() if rel in files}

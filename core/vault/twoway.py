@@ -98,6 +98,7 @@ class TwoWaySync:
         self._touched: set[int] = set()  # node ids this round must record a new agreement for
         self._writes_only = False  # write_back(): Cairn's side only, nothing that needs the import
         self._reread: set[str] = set()
+        self._seen: tuple[int, bool] | None = None  # (history id, new notes agreed) up to which Cairn's side is done
         self._forget_notes()
 
     # -- the round ----------------------------------------------------------------------------------
@@ -113,9 +114,9 @@ class TwoWaySync:
         self._reread: set[str] = set()  # files this round wrote that its import must read (merges, new links)
         self._forget_notes()
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
-        first_change = self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
+        first_change = self._history_mark()
         with history.acting_as(actor or history.import_of(f"the vault {self.root.name}")):
-            self._new_files(report, create_new, new_notes)
+            agreed = self._new_files(report, create_new, new_notes)
             self._forget_notes()  # new notes have files now
             self._cairn_to_files(report)
             bases = self._states()  # as agreed before the import (each base read when asked for)
@@ -132,26 +133,76 @@ class TwoWaySync:
             self._agree(report)
             self._label_conflicts(report, first_change)
             self._settle_conflicts()
+        self._seen = (first_change, agreed)
         return report
 
     def write_back(self, *, new_notes: str = "") -> RoundReport:
-        """Cairn's side of a round alone, for a command that just changed notes (core/vault/write_back.py):
-        a note changed in Cairn whose file did not change since the agreement is written, a note trashed
-        or restored moves its file, a new note gets its file (once agreed to for this folder). Whatever
-        needs the import (a file changed on both sides, a file moved) waits for the next whole round,
-        which merges it; nothing is read back, so it costs a look at the changed notes, not the folder."""
+        """Cairn's side of a round alone, for a command that just changed notes (core/vault/write_back.py)
+        and for a watcher that saw the database change: a note changed in Cairn whose file did not change
+        since the agreement is written, a note trashed or restored moves its file, a new note gets its
+        file (once agreed to for this folder). Whatever needs the import (a file changed on both sides, a
+        file moved) waits for the next whole round, which merges it; nothing is read back.
+
+        An instance that already did a pass (a watcher's) looks only at the notes the history shows
+        written since (every write of a node or edge is a history row, core/graph/history.py): a save
+        costs a look at that note, not at the folder's 10,000. A fresh instance (a CLI command's) looks at
+        every note's stamp once."""
         report = RoundReport(folder=self.root_key)
         self._touched, self._moved, self._writes_only, self._reread = set(), {}, True, set()
-        self._forget_notes()
+        mark = self._history_mark()
+        only = None
+        if self._seen is not None and self._seen[1] == self._new_notes_agreed():  # new notes: the same answer as then
+            only = self._written_since(self._seen[0])
+            if not only:
+                return report
+            self._refresh_notes(only)
+        else:
+            self._forget_notes()
         try:
             with history.acting_as(history.import_of(f"the vault {self.root.name}")):
-                self._new_files(report, None, new_notes)
-                self._forget_notes()
-                self._cairn_to_files(report)
+                agreed = self._new_files(report, None, new_notes, only=only)
+                if report.created:
+                    self._forget_notes()
+                self._cairn_to_files(report, only=only)
                 self._agree(report)
         finally:
             self._writes_only = False
+        self._seen = (mark, agreed)
         return report
+
+    def _history_mark(self) -> int:
+        """The id of the latest change (core/graph/history.py): what a later pass looks beyond."""
+        return self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
+
+    def _new_notes_agreed(self) -> bool:
+        return self.store.meta(f"vault_new_notes:{self.root_key}") is not None
+
+    def _written_since(self, mark: int) -> set[int]:
+        """The nodes written (their text, fields or edges: the history names the edge's source node) after
+        the change `mark`."""
+        return {r[0] for r in self.store.db.execute("SELECT DISTINCT node_id FROM history WHERE id > ?", (mark,))}
+
+    def _refresh_notes(self, ids: set[int]) -> None:
+        """The folder's notes as remembered (`_vault_nodes`, `_link_names`), brought up to date for the
+        nodes `ids` alone: a node that got, moved or lost its file, or changed its title, is read again;
+        the names [[links]] use are worked out again only when one of those changed."""
+        if self._live is None:
+            return  # read whole at the next need
+        rows = self.store.db.execute(
+            "SELECT id, title, CASE WHEN json_extract(metadata, '$.vault.root') = ?"
+            " THEN json_extract(metadata, '$.vault.path') END AS rel FROM nodes"
+            " WHERE id IN (SELECT value FROM json_each(?))", (self.root_key, json.dumps(sorted(ids)))).fetchall()
+        now = {r["id"]: (r["rel"], r["title"]) for r in rows}
+        for node_id in ids:
+            rel, title = now.get(node_id, (None, None))
+            if rel != self._live.get(node_id):
+                if rel is None:
+                    self._live.pop(node_id, None)
+                else:
+                    self._live[node_id] = rel
+                self._names = None
+            elif rel is not None and self._titles.get(node_id) != title:
+                self._names = None
 
     def _recognise_own_write(self, node_id: int, rel: str, before: str, after: str) -> None:
         """A file write_back wrote: its content hash goes where the import looks (metadata.vault.sha256),
@@ -199,12 +250,16 @@ class TwoWaySync:
                 conn.executemany("UPDATE vault_conflicts SET resolved_at = ? WHERE id = ?",
                                  [(clock.now(), i) for i in gone])
 
-    def _states(self) -> dict[int, dict]:
-        """Each note's agreement. A write Cairn began and a kill cut short of its agreement (`pending`,
-        recorded before the write) is recognised by its text: that file is Cairn's own, not an edit."""
-        rows = self.store.db.execute(
-            "SELECT node_id, rel, node_fp, node_updated, trashed, pending, pending_fp FROM vault_notes"
-            " WHERE root = ?", (self.root_key,)).fetchall()
+    def _states(self, only: set[int] | None = None) -> dict[int, dict]:
+        """Each note's agreement (of the nodes `only`, when given). A write Cairn began and a kill cut short
+        of its agreement (`pending`, recorded before the write) is recognised by its text: that file is
+        Cairn's own, not an edit."""
+        columns = "SELECT node_id, rel, node_fp, node_updated, trashed, pending, pending_fp FROM vault_notes WHERE root = ?"
+        if only is None:
+            rows = self.store.db.execute(columns, (self.root_key,)).fetchall()
+        else:
+            rows = self.store.db.execute(columns + " AND node_id IN (SELECT value FROM json_each(?))",
+                                         (self.root_key, json.dumps(sorted(only)))).fetchall()
         states = {r["node_id"]: _Agreement(r, self.store) for r in rows}
         for state in states.values():
             if state["pending"] is None:
@@ -259,9 +314,11 @@ class TwoWaySync:
                 lookup.setdefault(full.lower(), node_id)
                 if stems[stem.lower()] == 1:
                     lookup.setdefault(stem.lower(), node_id)
+            self._titles = {}
             for node_id, title in self.store.db.execute(
                     "SELECT id, title FROM nodes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(live)),)):
                 lookup.setdefault(title.lower(), node_id)
+                self._titles[node_id] = title
             self._names = (name_of, lookup)
         return self._names
 
@@ -350,6 +407,7 @@ class TwoWaySync:
         """Read the folder's notes again at the next need (after anything that adds, moves or removes one)."""
         self._live: dict[int, str] | None = None
         self._names = None  # how [[links]] name this folder's notes (_link_names)
+        self._titles: dict[int, str] = {}  # the titles _names was worked out with
 
     def _vault_nodes(self) -> dict[int, str]:
         """{node id: its file's path} of the nodes this vault's import made (trashed ones not among them)."""
@@ -363,11 +421,14 @@ class TwoWaySync:
             " WHERE json_extract(metadata, '$.vault.root') = ?", (self.root_key,)).fetchall()
         return {r["id"]: r["rel"] for r in rows}
 
-    def _cairn_to_files(self, report: RoundReport) -> None:
+    def _cairn_to_files(self, report: RoundReport, only: set[int] | None = None) -> None:
         """Only the notes whose node changed since the agreement (or that have none yet) have their file
-        read: a round with nothing changed in Cairn reads no file of its own (the import stats them)."""
-        states = self._states()
+        read: a round with nothing changed in Cairn reads no file of its own (the import stats them).
+        `only`: the nodes to look at (write_back's written since its last pass); None: all."""
+        states = self._states(only)
         live = self._vault_nodes()
+        if only is not None:
+            live = {i: live[i] for i in only if i in live}
         stamps = self._stamps(live)
         # Only a node written since the agreement can differ from it: those are read whole and compared.
         maybe = [i for i in live if i in stamps and (i not in states or states[i]["node_updated"] != stamps[i])]
@@ -460,19 +521,28 @@ class TwoWaySync:
                 return change.action == "restore"
         return False
 
-    def _new_files(self, report: RoundReport, create_new: bool | None, new_notes: str) -> None:
-        """Files for the notes made in Cairn; the node is claimed for its file as an import would."""
+    def _new_files(self, report: RoundReport, create_new: bool | None, new_notes: str,
+                   only: set[int] | None = None) -> bool:
+        """Files for the notes made in Cairn (of the nodes `only`, when given); the node is claimed for its
+        file as an import would. Returns whether new notes get files (agreed to for this folder) as it
+        acted: a later write_back that finds the agreement changed looks at every note again."""
         agreed_key = f"vault_new_notes:{self.root_key}"
-        rows = self.store.db.execute(
-            "SELECT id FROM nodes WHERE json_type(metadata, '$.vault') IS NULL AND type != 'memory'"
-            " AND origin != 'cairn' ORDER BY id").fetchall()
+        made_here = ("SELECT id FROM nodes WHERE json_type(metadata, '$.vault') IS NULL AND type != 'memory'"
+                     " AND origin != 'cairn'")
+        if only is None:
+            rows = self.store.db.execute(made_here + " ORDER BY id").fetchall()
+        else:
+            rows = self.store.db.execute(made_here + " AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+                                         (json.dumps(sorted(only)),)).fetchall()
+        agreed = self.store.meta(agreed_key) is not None
         if not rows:
-            if create_new is None and self.store.meta(agreed_key) is None:
+            if create_new is None and only is None and not agreed:
                 self.store.set_meta(agreed_key, clock.now())  # nothing to ask about: later notes just follow
-            return
-        if create_new is False or (create_new is None and self.store.meta(agreed_key) is None):
+                agreed = True
+            return agreed
+        if create_new is False or (create_new is None and not agreed):
             report.would_create = [self.store.get_node(r["id"])["title"] for r in rows]
-            return
+            return agreed
         self.store.set_meta(agreed_key, self.store.meta(agreed_key) or clock.now())
         folder = [p for p in new_notes.strip("/").split("/") if p] if new_notes else []
         begun = {r["node_id"]: dict(r) for r in self.store.db.execute(
@@ -499,6 +569,7 @@ class TwoWaySync:
                 self.importer.by_node[node["id"]] = rel
             self._touched.add(node["id"])  # its agreement is this file: recorded at the round's end
             report.created.append(rel)
+        return True
 
     def _free_name(self, folder: list[str], stem: str) -> str:
         n = 1
@@ -584,7 +655,10 @@ class TwoWaySync:
         live = self._vault_nodes()
         changed = set(report.imported.changed) if report.imported else set()
         changed |= {new for _, new in report.imported.renamed} if report.imported else set()
-        live = {i: rel for i, rel in live.items() if i in self._touched or rel in changed}
+        if changed:
+            live = {i: rel for i, rel in live.items() if i in self._touched or rel in changed}
+        else:
+            live = {i: live[i] for i in self._touched if i in live}
         nodes = {n["id"]: n for n in self.store.get_nodes(live)}
         stamps = self._stamps(live)
         with self.store.db.transaction() as conn:
