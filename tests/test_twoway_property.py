@@ -10,7 +10,8 @@ files in a temp folder, the real round):
   new `.md` file; rename a file; move a file into the vault's `.trash/` (Obsidian's delete); remove a
   file outright (`rm`);
 - edges in Cairn: link two notes, remove an edge (`cairn_edges` in the files);
-- a sync round, of a new TwoWaySync (`cairn sync`) or of one kept between rounds (a watcher's); the
+- a sync round, of a new TwoWaySync (`cairn sync`) or of one kept between rounds (a watcher's: a whole
+  round, or one for file events, given the paths changed since its last round, as inotify names them); the
   write-back a command runs when it ends (`TwoWaySync.write_back` of a new one), and a watcher's when the
   database alone changed (of the kept one, which looks only at the notes written since its last pass);
 - `same_ms`: the next operation happens in the same millisecond as the one before (see the clock below).
@@ -92,6 +93,7 @@ KINDS = (
     "sync", "watched_sync",  # rounds come about as often as two edits: a `cairn sync`, or a watcher's round
     "write_back",  # what a command that changed notes runs when it ends (core/vault/write_back.py)
     "watched_write_back",  # a watcher's answer to a change of the database alone: its kept instance's write_back
+    "watched_event_round",  # a watcher's round for file events: the kept instance, the paths changed since its last round
     "cairn_append", "cairn_replace", "cairn_insert", "cairn_new", "cairn_delete", "cairn_restore",
     "cairn_link", "cairn_unlink",
     "file_append", "file_replace", "file_insert", "file_new", "file_rename", "file_trash", "file_rm",
@@ -117,6 +119,7 @@ class Replicas:
     removed: set[str] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
     watcher: TwoWaySync | None = None  # the round kept between rounds (watched_sync)
+    seen_files: dict[str, bytes] | None = None  # the folder as the kept round last left it (its events since)
 
     def __post_init__(self) -> None:
         self.root = self.base / "vault"
@@ -202,6 +205,8 @@ class Replicas:
             self.sync()
         elif kind == "watched_sync":
             self.sync(watched=True)
+        elif kind == "watched_event_round":
+            self.sync(watched=True, events=True)
         elif kind in ("write_back", "watched_write_back"):
             # a command's write-back is of a new TwoWaySync (it looks at every note's stamp); a watcher's is
             # of its kept one (it looks at the notes written since its last pass)
@@ -285,16 +290,27 @@ class Replicas:
             self.watcher = TwoWaySync(self.store, self.root)
         return self.watcher
 
-    def sync(self, watched: bool = False) -> RoundReport:
+    def folder_files(self) -> dict[str, bytes]:
+        return {p.relative_to(self.root).as_posix(): p.read_bytes() for p in self.root.rglob("*") if p.is_file()}
+
+    def sync(self, watched: bool = False, events: bool = False) -> RoundReport:
         """A round: of a new TwoWaySync (as `cairn sync` makes), or of the one kept between rounds (as the
         watcher of the app and `cairn watch` keep it, with its importer's memory of the folder)."""
         if watched:
-            report = self.kept().round(create_new=True)
+            # events: the paths a watcher's events name, every file added, changed or removed since the
+            # kept round last ran (its own writes included, as inotify reports them)
+            paths = None
+            if events and self.seen_files is not None:
+                now = self.folder_files()
+                paths = {str(self.root / rel) for rel in set(now) | set(self.seen_files)
+                         if now.get(rel) != self.seen_files.get(rel)}
+            report = self.kept().round(create_new=True, paths=paths, pair_renames=paths is not None)
+            self.seen_files = self.folder_files()
         else:
             report = TwoWaySync(self.store, self.root).round(create_new=True)
         done = {k: v for k, v in report.as_dict().items()
                 if v and k in ("written", "merged", "conflicts", "trashed", "restored", "held", "created")}
-        self.log.append(("watched sync" if watched else "sync") + "".join(f" {k}={v}" for k, v in done.items()))
+        self.log.append(("watched event round" if events else "watched sync" if watched else "sync") + "".join(f" {k}={v}" for k, v in done.items()))
         return report
 
     # -- where tokens may be ----------------------------------------------------------------------
@@ -368,7 +384,7 @@ def run(base: Path, operations: list[tuple[str, int, int]], *, lost: bool, conve
         replicas.apply("sync", 0, 0)
         for kind, a, b in operations:
             replicas.apply(kind, a, b)
-            if kind in ("sync", "watched_sync") and lost:
+            if kind in ("sync", "watched_sync", "watched_event_round") and lost:
                 replicas.check_nothing_lost("after a round")
         replicas.apply("sync", 0, 0)
         replicas.apply("sync", 0, 0)
