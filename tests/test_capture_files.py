@@ -332,3 +332,42 @@ def test_again_goes_with_url_only(cairn_cmd, cli_env, tmp_path):
         run = subprocess.run([*cairn_cmd, "--db", str(tmp_path / "a.db"), "add", *args], env=cli_env,
                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert run.returncode != 0 and says in run.stderr, run.stderr
+
+
+PHRASE_PAGES = [
+    "A copper kettle whistles when the water inside it boils; the steam sings through its spout.",
+    "Tax returns are due at the end of April. Keep receipts for seven years, file the schedules in order, "
+    "and note every deduction with its date. Between the forms, a line from a letter: the old copper kettle "
+    "whistles at dawn. Then back to the ledger: quarterly estimates, penalties and interest.",
+    "Seeds of tomatoes germinate best in warm, moist compost under a clear lid.",
+]
+
+
+def test_a_quoted_phrase_brings_the_passage_that_holds_it_with_its_page(tmp_path, store, indexer, searcher):
+    """Hybrid search shows, for each hit, the node's chunk that its own blend ranks best (keywords and
+    meaning per chunk), not the vector side's nearest chunk: a phrase on one page of a PDF brings that
+    page's passage, `cairn search` says "p. 2", and the chat cites the same page (issue 24)."""
+    pdf = _write(tmp_path / "letters.pdf", make_pdf(PHRASE_PAGES, title="Letters and ledgers"))
+    node = capture_file(store, pdf).node
+    indexer.run()
+    nearest = searcher.search("copper kettle whistles", mode="vector", limit=1)[0]
+    assert nearest["id"] == node["id"] and nearest["chunk"]["page"] == 1  # the meaning alone: page 1
+    hit = searcher.search('"old copper kettle whistles"', mode="hybrid", limit=5)[0]
+    assert hit["id"] == node["id"]
+    assert hit["chunk"]["page"] == 2 and "old copper kettle whistles" in hit["chunk"]["text"], hit["chunk"]
+    engine = ContextEngine(store, searcher, profiles.get("orchestrator"))
+    mine = [p for p in engine.suffix('"old copper kettle whistles"').passages if p.node_id == node["id"]]
+    assert mine and mine[0].page == 2 and "old copper kettle whistles" in mine[0].text
+
+
+def test_cairn_search_names_the_page_of_a_pdf_hit(tmp_path, cairn_cmd, cli_env):
+    env = _env(cli_env)
+    pdf = _write(tmp_path / "letters.pdf", make_pdf(PHRASE_PAGES, title="Letters and ledgers"))
+    assert subprocess.run([*cairn_cmd, "add", str(pdf)], env=env, capture_output=True, text=True).returncode == 0
+    assert subprocess.run([*cairn_cmd, "index"], env=env, capture_output=True, text=True).returncode == 0
+    shown = subprocess.run([*cairn_cmd, "search", '"old copper kettle whistles"'], env=env, capture_output=True,
+                           text=True)
+    assert shown.returncode == 0 and "p. 2" in shown.stdout and "old copper kettle whistles" in shown.stdout, shown
+    hits = json.loads(subprocess.run([*cairn_cmd, "search", '"old copper kettle whistles"', "--json"], env=env,
+                                     capture_output=True, text=True).stdout)
+    assert hits[0]["chunk"]["page"] == 2

@@ -16,7 +16,7 @@ NODE_KEYS = {
     "id", "title", "description", "source", "link", "event_date", "type", "dimensions",
     "chunk_status", "created_at", "updated_at",
 }
-CHUNK_KEYS = {"idx", "start_char", "end_char", "heading_path", "text"}
+CHUNK_KEYS = {"idx", "start_char", "end_char", "heading_path", "text", "page"}
 
 NOTES = [
     ("Sourdough starter maintenance", ["cooking"],
@@ -414,3 +414,17 @@ def test_the_mirror_streams_its_load_and_scores_a_filter_in_blocks(corpus, embed
     got = mirror.top(query, 5, node_ids=some)
     assert [g[0] for g in got] == [e[1] for e in exact]
     assert all(abs(g[2] - e[0]) < 1e-6 for g, e in zip(got, exact))
+
+
+def test_a_listing_shows_the_passage_around_the_querys_words():
+    from core.search.snippet import around
+
+    page = ("Tax returns are due at the end of April. Keep receipts for seven years, file the schedules in "
+            "order, and note every deduction with its date. Between the forms, a line from a letter: the old "
+            "copper kettle whistles at dawn. Then back to the ledger: quarterly estimates and interest.")
+    shown = around(page, '"old copper kettle whistles"')
+    assert "the old copper kettle whistles at dawn" in shown and shown.startswith("…") and len(shown) <= 202
+    assert "copper kettle whistle" in around(page, "kettle whistle")  # a word found at its start, as stemmed
+    assert around(page, "sourdough").startswith("Tax returns are due")  # no match: the passage's start
+    assert around("Short note.", "note") == "Short note."
+    assert around(page, "") == page[:200] + "…"

@@ -16,6 +16,7 @@ def print_nodes(out: Out, nodes: list[dict], extra=None) -> None:
 
 def cmd_search(args, out: Out) -> int:
     from core.search.searcher import Searcher
+    from core.search.snippet import around
 
     with open_store(args, readonly=True) as store:
         hits = Searcher(store).search(args.query, mode=args.mode, limit=args.limit, dimension=args.dimension,
@@ -31,11 +32,12 @@ def cmd_search(args, out: Out) -> int:
                  "them (keyword search, --mode fts, already does).", style="dim")
     for h in hits:
         where = " › ".join(h["chunk"]["heading_path"]) if h["chunk"] and h["chunk"]["heading_path"] else ""
+        if h["chunk"] and h["chunk"].get("page"):  # a captured PDF: the page the passage is on, as the chat cites it
+            where = f"p. {h['chunk']['page']}" + (f" · {where}" if where else "")
         out.text((f"[{h['id']}] ", "dim"), (h["title"], "bold"), (f"  {h['score']:.4g}", "dim"),
                  (f"  {where}" if where else "", "cyan"))
         if h["chunk"]:
-            snippet = " ".join(h["chunk"]["text"].split())
-            out.text("    " + (snippet[:200] + "…" if len(snippet) > 200 else snippet))
+            out.text("    " + around(h["chunk"]["text"], args.query))
     return 0
 
 
