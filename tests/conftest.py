@@ -66,6 +66,23 @@ def cairn_cmd():
     return [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
 
 
+# Runs the command after it with SIGINT at its default (exec keeps SIG_DFL, so Python installs its
+# KeyboardInterrupt handler), whatever this process was started with.
+_SIGINT_AS_AT_A_TERMINAL = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                            "os.execv(sys.argv[1], sys.argv[1:])")
+
+
+@pytest.fixture
+def ctrl_c_cairn_cmd(cairn_cmd):
+    """`cairn_cmd` for a test that sends the process a Ctrl-C (SIGINT), as a terminal would. A process
+    started with SIGINT ignored hands that on to its children, and Python then installs no KeyboardInterrupt
+    handler: the test's SIGINT would do nothing (`cairn watch` runs on, `cairn ask` finishes its reply).
+    That is how a non-interactive shell starts a background job (`make test &`, a CI step run that way),
+    so the test suite may run so; a terminal's Ctrl-C only ever reaches a foreground job, whose SIGINT
+    is at its default."""
+    return [sys.executable, "-S", "-c", _SIGINT_AS_AT_A_TERMINAL, *cairn_cmd]
+
+
 @pytest.fixture
 def cli_env(tmp_path):
     env = dict(os.environ)

@@ -304,7 +304,7 @@ def test_incremental_syncs_leave_what_a_full_import_would(store, tmp_path, seed)
         _fresh_check(store, v, report)
 
 
-def test_cairn_watch_keeps_both_ways_in_step(cairn_cmd, cli_env, tmp_path):
+def test_cairn_watch_keeps_both_ways_in_step(cairn_cmd, ctrl_c_cairn_cmd, cli_env, tmp_path):
     """`cairn watch` (no folder: the bound one) writes an edit made in Cairn by another command to its
     file, and imports an edit of the file, until Ctrl-C."""
     import json
@@ -320,7 +320,7 @@ def test_cairn_watch_keeps_both_ways_in_step(cairn_cmd, cli_env, tmp_path):
                               timeout=120, stdin=subprocess.DEVNULL)
 
     assert cairn("config", "set", "vault.watch", vault).returncode == 0  # the older key: the same binding
-    proc = subprocess.Popen([*cairn_cmd, "watch", "--no-index"], env=cli_env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*ctrl_c_cairn_cmd, "watch", "--no-index"], env=cli_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
         db = Path(cli_env["CAIRN_HOME"]) / "cairn.db"
