@@ -116,7 +116,7 @@ def test_ask_reports_a_rejected_key_and_exits_1(cli, anth):
     assert KEY not in out + err and "Traceback" not in out + err
 
 
-def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
+def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth, ctrl_c_cairn_cmd):
     import signal
     import time
 
@@ -125,7 +125,7 @@ def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
     cmd, env, db, a, b = cli
     env = {**env, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anth.base_url}
     anth.script.add(slow(1.0), text("a reply that arrives late"))
-    proc = subprocess.Popen([*cmd, "ask", "tell me a story", "--provider", "anthropic"], env=env,
+    proc = subprocess.Popen([*ctrl_c_cairn_cmd, "ask", "tell me a story", "--provider", "anthropic"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 10
@@ -145,6 +145,50 @@ def test_ctrl_c_keeps_the_partial_reply_marked_incomplete(cli, anth):
     with Store(db) as store:
         row = store.db.execute("SELECT status FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
     assert row["status"] == "incomplete"
+
+
+class _CtrlCAtFirstWrite:
+    """stdout whose first write of reply text is cut by a Ctrl-C: the moment the main thread prints a delta."""
+
+    def __init__(self):
+        self.text, self.cut = "", False
+
+    def write(self, s: str) -> int:
+        if s.strip() and not self.cut:
+            self.cut = True
+            raise KeyboardInterrupt
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_ctrl_c_while_a_delta_is_printed_still_keeps_the_partial_reply(cli, anth, monkeypatch):
+    """A Ctrl-C lands where the main thread happens to be; printing a streamed delta is one such place
+    (before: the KeyboardInterrupt left the loop, the command exited 130 and the reply ran on unstopped)."""
+    from fakes import slow
+
+    from tui.cli.main import main
+
+    cmd, env, db, a, b = cli
+    for name in ("CAIRN_HOME", "HOME"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anth.base_url)
+    anth.script.add(slow(30.0, "mid_stream", after_deltas=1), text("Once upon a time an otter swam.", deltas=3))
+    stdout = _CtrlCAtFirstWrite()
+    monkeypatch.setattr("sys.stdout", stdout)
+    assert main(["ask", "tell me a story", "--provider", "anthropic", "--db", str(db)]) == 1
+    assert stdout.cut and "[incomplete reply" in stdout.text
+    from core.graph.store import Store
+
+    with Store(db) as store:
+        row = store.db.execute("SELECT status, content FROM messages WHERE role = 'assistant' ORDER BY id DESC").fetchone()
+    assert row["status"] == "incomplete" and json.loads(row["content"])[0]["text"].startswith("Once")
 
 
 def test_context_names_the_models_cache_minimum_and_an_unknown_model(cli):

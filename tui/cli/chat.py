@@ -132,59 +132,45 @@ def cmd_ask(args, out: Out) -> int:
                 raise InvalidInput(f"Chat {chat.id} has no message of yours to send again.")
             message = last[1]
         failure: list[BaseException] = []
+        finished: list = []  # the worker's last reply, kept here too: the queue's copy can be lost to a Ctrl-C
 
         def work():
             from core.graph.store import Store
 
-            # SQLite connections belong to one thread: the worker opens its own.
-            with Store(store.path) as own:
-                try:
+            try:
+                # SQLite connections belong to one thread: the worker opens its own.
+                with Store(store.path) as own:
                     worker_chat = Chat(own, cfg, provider, chat_id=chat.id, confirm=confirm, confirm_fetch=fetch)
                     worker_chat.set_focus(_focus(args))
                     for event in worker_chat.send(message, cancel, again=args.again):
                         events.put(event)
-                    events.put(worker_chat.last_reply)
-                except BaseException as exc:  # handed to the main thread, which reports it
-                    failure.append(exc)
-                    events.put(None)
+                    finished.append(worker_chat.last_reply)
+            except BaseException as exc:  # handed to the main thread, which reports it
+                failure.append(exc)
+            finally:
+                events.put(None)  # the end of the turn (the reply, or the failure, is in `finished`/`failure`)
 
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
-        reply = None
-        streamed = []
+        # A Ctrl-C is a KeyboardInterrupt wherever the main thread is at that moment: waiting on the queue,
+        # printing a delta, between the two. Each of them stops the turn (the worker keeps the partial reply
+        # and ends it as incomplete) and this loop goes on until the worker is done; a get cut short after
+        # it took the end-of-turn item is noticed by the worker thread having ended.
         while True:
             try:
-                item = events.get(timeout=0.1)
-            except queue.Empty:
-                continue
+                try:
+                    item = events.get(timeout=0.1)
+                except queue.Empty:
+                    if thread.is_alive():
+                        continue
+                    break
+                if item is None:
+                    break
+                _show(item, out, questions)
             except KeyboardInterrupt:
                 cancel.set()
-                continue
-            if item is None:
-                break
-            if isinstance(item, Question):  # asked here, on the main thread, between the streamed lines
-                questions.answer(item)
-                continue
-            if not hasattr(item, "type"):
-                reply = item
-                break
-            if item.type == "text":
-                streamed.append(item.text)
-                if not out.as_json:  # each delta escaped on its own is safe (core/safe_text.py)
-                    sys.stdout.write(printable(item.text))
-                    sys.stdout.flush()
-            elif item.type == "tool_call" and not out.as_json:
-                call = item.tool_call  # whole up to 2,000 characters: a fetched address is seen entire
-                shown = call.raw_arguments if len(call.raw_arguments) <= 2000 else call.raw_arguments[:2000] + "…"
-                print(printable(f"\n[tool] {call.name} {shown}"), file=sys.stderr)
-            elif item.type == "tool_result" and item.stop_reason == "error" and not out.as_json:
-                # a refusal (a fetch not allowed, an edit not confirmed) is the user's to see, not only the model's
-                print(printable(f"[not done: {item.text}]"), file=sys.stderr)
-            elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
-                print(printable(f"\n[{item.text}]"), file=sys.stderr)
-            elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
-                print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
         thread.join(timeout=5)
+        reply = finished[0] if finished else None
         if failure:
             if args.chat is None:  # a new chat whose first message was refused before sending: no empty chat left
                 chat.repo.drop_if_unused(chat.id)
@@ -223,6 +209,28 @@ def cmd_ask(args, out: Out) -> int:
         out.text(f"chat {chat.id} · tokens in {u.input} (cache read {u.cache_read}, write {u.cache_write}) · out {u.output}"
                  f"{side} · {cost.label()}", style="dim")
     return 0 if reply.status == "complete" else 1
+
+
+def _show(item, out: Out, questions: Questions) -> None:
+    """One item of a streamed turn, on the main thread: a delta printed as it comes, a question asked
+    (between the streamed lines), a tool call or refusal said on stderr."""
+    if isinstance(item, Question):
+        questions.answer(item)
+    elif item.type == "text":
+        if not out.as_json:  # each delta escaped on its own is safe (core/safe_text.py)
+            sys.stdout.write(printable(item.text))
+            sys.stdout.flush()
+    elif item.type == "tool_call" and not out.as_json:
+        call = item.tool_call  # whole up to 2,000 characters: a fetched address is seen entire
+        shown = call.raw_arguments if len(call.raw_arguments) <= 2000 else call.raw_arguments[:2000] + "…"
+        print(printable(f"\n[tool] {call.name} {shown}"), file=sys.stderr)
+    elif item.type == "tool_result" and item.stop_reason == "error" and not out.as_json:
+        # a refusal (a fetch not allowed, an edit not confirmed) is the user's to see, not only the model's
+        print(printable(f"[not done: {item.text}]"), file=sys.stderr)
+    elif item.type == "notice" and not out.as_json:  # e.g. what was cut to fit the context window
+        print(printable(f"\n[{item.text}]"), file=sys.stderr)
+    elif item.type == "phase" and item.text == "citation_check" and not out.as_json:
+        print("\n[checking citations… Ctrl-C skips; the reply is kept]", file=sys.stderr)
 
 
 def _chat_options(p) -> None:
