@@ -16,6 +16,10 @@ from core.graph.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 10_000
 LOCK_WAIT_SECONDS = 30  # how long Database.transaction keeps retrying BEGIN IMMEDIATE on a locked database
+# Each of those tries waits at most this long inside SQLite. SQLite's busy wait is C code that no signal
+# ends, and Python raises KeyboardInterrupt only once it returns: with the whole BUSY_TIMEOUT_MS there, a
+# Ctrl-C while another process held the write lock took up to 10 s (`cairn watch` waiting for a round).
+BEGIN_WAIT_MS = 100
 # SQLite reports a disk too full to grow the -shm or -wal as "disk I/O error", not SQLITE_FULL: with
 # less free space than this where the database lives, that error is called a full disk.
 LOW_SPACE_BYTES = 16 * 1024 * 1024
@@ -189,16 +193,7 @@ class Database:
         if self.conn.in_transaction:
             yield self.conn  # nested: the outer transaction commits
             return
-        deadline = time.monotonic() + LOCK_WAIT_SECONDS
-        while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                break
-            except OperationalError as exc:
-                if is_locked(exc) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                raise _translate(exc, self.path) from exc
+        self._begin_immediate()
         try:
             self.conn.execute(RELOAD_A_CHANGED_SCHEMA)
             yield self.conn
@@ -217,6 +212,26 @@ class Database:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise _translate(exc, self.path) from exc
+
+    def _begin_immediate(self) -> None:
+        """BEGIN IMMEDIATE, waiting up to LOCK_WAIT_SECONDS for another connection's write to end, in short
+        waits inside SQLite (BEGIN_WAIT_MS) between Python's: a Ctrl-C meanwhile stops it at once. The
+        statements of the transaction keep the whole BUSY_TIMEOUT_MS (the write lock is held by then)."""
+        wait_ms = min(BEGIN_WAIT_MS, BUSY_TIMEOUT_MS)
+        self.conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        try:
+            deadline = time.monotonic() + LOCK_WAIT_SECONDS
+            while True:
+                try:
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    return
+                except OperationalError as exc:
+                    if is_locked(exc) and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                        continue
+                    raise _translate(exc, self.path) from exc
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def execute(self, sql: str, params=()):
         try:
