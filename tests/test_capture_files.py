@@ -371,3 +371,36 @@ def test_cairn_search_names_the_page_of_a_pdf_hit(tmp_path, cairn_cmd, cli_env):
     hits = json.loads(subprocess.run([*cairn_cmd, "search", '"old copper kettle whistles"', "--json"], env=env,
                                      capture_output=True, text=True).stdout)
     assert hits[0]["chunk"]["page"] == 2
+
+
+def test_lines_starting_with_a_hash_are_no_headings_in_a_pdf_or_a_text_file(tmp_path, store, indexer):
+    """A man page's `# ls -l` or a config file's `# comment` is not a heading: only markdown has them
+    (issue 24: 2,324 of 2,947 chunks of the man-page PDFs carried such a false heading)."""
+    shell = ["Listing files\n# ls -l /etc\nshows the long form.\n# Parameters\nNone are needed.",
+             "Page two talks about permissions and owners of files."]
+    pdf = capture_file(store, _write(tmp_path / "ls.pdf", make_pdf(shell, title="ls"))).node
+    txt = capture_file(store, _write(tmp_path / "conf.txt", b"# a comment\nkey = value\n# another\nmore = 1\n")).node
+    note = store.add_node("Markdown note", "# Real heading\nUnder it.\n")
+    indexer.run()
+    paths = {node_id: {tuple(json.loads(r[0])) for r in store.db.execute(
+        "SELECT heading_path FROM chunks WHERE node_id = ?", (node_id,))} for node_id in (pdf["id"], txt["id"], note["id"])}
+    assert paths[pdf["id"]] == {()} and paths[txt["id"]] == {()}
+    assert paths[note["id"]] == {("Real heading",)}
+
+
+def test_pdfs_chunked_with_false_headings_before_are_indexed_again(tmp_path, db_path):
+    """Migration 9: a captured PDF whose chunks got a heading from a `#` line is indexed again."""
+    from core.graph.migrations import MIGRATIONS
+    from core.index.indexer import Indexer
+
+    shell = ["Listing files\n# ls -l /etc\nshows the long form.", "Page two."]
+    with Store(db_path) as store:
+        node = capture_file(store, _write(tmp_path / "ls.pdf", make_pdf(shell, title="ls"))).node
+        Indexer(store).run()
+        # as an earlier version chunked it: a heading from the `#` line, and the schema before migration 9
+        store.db.execute("UPDATE chunks SET heading_path = '[\"ls -l /etc\"]' WHERE node_id = ?", (node["id"],))
+        store.db.execute(f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+    with Store(db_path) as store:
+        assert store.db.execute("SELECT chunk_status FROM nodes WHERE id = ?", (node["id"],)).fetchone()[0] == "pending"
+        Indexer(store).run()
+        assert {r[0] for r in store.db.execute("SELECT heading_path FROM chunks WHERE node_id = ?", (node["id"],))} == {"[]"}

@@ -266,4 +266,12 @@ _V8 = [
     )""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+# 9: captured PDFs and text files were chunked as markdown, so any line starting with `#` (a shell
+# prompt, a comment, a parameter) became a chunk heading (core.index.chunker has_headings): the ones
+# that got such a heading are indexed again (their unchanged chunks' vectors are reused by hash).
+_V9 = [
+    """UPDATE nodes SET chunk_status = 'pending' WHERE json_extract(metadata, '$.capture.kind') IN ('pdf', 'text')
+       AND EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = nodes.id AND c.heading_path != '[]')""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]

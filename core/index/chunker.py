@@ -31,6 +31,13 @@ _BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"')\]])|(?<=[.!?…][\"')\]]{2}))\s+|\n+")
 
 
+def has_headings(capture_kind: str | None) -> bool:
+    """Whether a node's `# ...` lines are headings: not in a captured PDF or text file (their
+    metadata.capture.kind), which carry no markdown; in every other node (notes, vault files, web pages
+    captured as markdown)."""
+    return capture_kind not in ("pdf", "text")
+
+
 @dataclass(frozen=True)
 class Chunk:
     idx: int
@@ -52,8 +59,11 @@ class _Unit:
     tokens: int
 
 
-def _sections(source: str) -> list[tuple[tuple[str, ...], int, int]]:
-    """(heading path, start, end) for each run of text under one heading; code fences respected."""
+def _sections(source: str, headings: bool = True) -> list[tuple[tuple[str, ...], int, int]]:
+    """(heading path, start, end) for each run of text under one heading; code fences respected.
+    Without `headings` (a PDF, a text file: no markdown in them) the whole text is one section."""
+    if not headings:
+        return [((), 0, len(source))] if source else []
     sections: list[tuple[tuple[str, ...], int, int]] = []
     path: list[tuple[int, str]] = []
     current_path: tuple[str, ...] = ()
@@ -148,12 +158,15 @@ class Chunker:
     def count(self, text: str) -> int:
         return max(0, self._count_with_specials(text) - 2)
 
-    def split(self, source: str, page_starts: list[int] | None = None) -> list[Chunk]:
+    def split(self, source: str, page_starts: list[int] | None = None, *, headings: bool = True) -> list[Chunk]:
         """Chunks of source; with page_starts (the offset where each page begins, ascending, the first
-        0) the sections are also cut at every page start and each chunk carries its page number."""
+        0) the sections are also cut at every page start and each chunk carries its page number.
+        `headings`: whether `# ...` lines are headings (markdown: notes, vault files, web pages made
+        markdown); a PDF's or a text file's lines that start with `#` are shell prompts, comments and
+        parameters, never headings (2,324 of 2,947 chunks of man-page PDFs had such a false one)."""
         starts = _page_starts(page_starts, len(source))
         chunks: list[Chunk] = []
-        for path, s_start, s_end in _sections(source):
+        for path, s_start, s_end in _sections(source, headings):
             for p_start, p_end in _cut_at(starts, s_start, s_end):
                 units = self._units(source, p_start, p_end)
                 for start, end in self._pack(units):

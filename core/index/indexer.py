@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core import clock
-from core.index.chunker import Chunk, Chunker
+from core.index.chunker import Chunk, Chunker, has_headings
 from core.graph.migrations import vec_tables
 from core.graph.store import Store, content_hash, title_from_text
 
@@ -157,7 +157,8 @@ class Indexer:
         if not chosen:
             return []
         return self.store.db.execute(
-            "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts"
+            "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts,"
+            " json_extract(metadata, '$.capture.kind') AS capture_kind"
             " FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
             " AND chunk_status != 'indexed' AND chunk_status = 'pending' ORDER BY id",
             (json.dumps(chosen),),
@@ -197,7 +198,7 @@ class Indexer:
             try:
                 # A paged document (a captured PDF) keeps its pages' offsets in metadata.capture.
                 pages = json.loads(row["page_starts"]) if row["page_starts"] else None
-                chunks = self.chunker.split(row["source"], pages) if pages else self.chunker.split(row["source"])
+                chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]))
                 inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
                 ntext = self.node_text(row["title"], row["description"], chunks)
             except Exception as exc:  # a bug or pathological text must not stop the queue
