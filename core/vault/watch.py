@@ -34,7 +34,7 @@ from core.vault.sync import Progress, SyncReport, VaultSync
 
 DELETE_GRACE = 0.3  # seconds a vanished file may take to come back (delete-then-write saves)
 RESCAN_SECONDS = 60  # a full rescan this often when nothing happens, in case an event was lost
-TWO_WAY_POLL = 0.25  # seconds between looks at the database for a bound folder (a PRAGMA: cheap)
+TWO_WAY_POLL = 0.1  # seconds between looks at the database for a bound folder (a PRAGMA: cheap; 0.25 added 0.125 s to a save on average)
 _TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".part", ".crdownload", ".bak")
 
 OnReport = Callable[[SyncReport], None]
