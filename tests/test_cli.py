@@ -14,7 +14,7 @@ import pytest
 
 NODE_KEYS = {"id", "title", "description", "source", "link", "event_date", "type", "dimensions",
              "chunk_status", "created_at", "updated_at"}
-CHUNK_KEYS = {"idx", "start_char", "end_char", "heading_path", "text"}
+CHUNK_KEYS = {"idx", "start_char", "end_char", "heading_path", "text", "page"}
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)$")
 
 
@@ -197,7 +197,7 @@ def test_show_says_where_text_from_outside_came_from(cli, tmp_path):
     doc.write_text("Someone else's words.\n")
     theirs = add(cmd, env, str(doc), "--db", db)
     assert "text from:" not in run(cmd, env, "show", mine, "--db", db).stdout
-    assert "text from: a captured document (PDF or text file)" in run(cmd, env, "show", theirs, "--db", db).stdout
+    assert "text from: a captured document (PDF, text or HTML file)" in run(cmd, env, "show", theirs, "--db", db).stdout
 
 
 def test_show_missing_node(cli):

@@ -211,10 +211,10 @@ def test_a_failing_node_is_marked_error_and_does_not_stop_the_queue(store, index
     good = store.add_node("Good", "Fine text.")
     real_split = indexer.chunker.split
 
-    def split(source):
+    def split(source, page_starts=None, **kwargs):
         if "POISON" in source:
             raise ValueError("cannot chunk this")
-        return real_split(source)
+        return real_split(source, page_starts, **kwargs)
 
     monkeypatch.setattr(indexer.chunker, "split", split)
     report = indexer.run()
