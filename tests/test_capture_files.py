@@ -66,7 +66,7 @@ def test_a_three_page_pdf_keeps_each_chunks_page_and_the_passage_says_p_2(tmp_pa
     mine = [p for p in suffix.passages if p.node_id == node["id"]]
     assert mine and mine[0].page == 2, suffix.retrieved
     # a captured document is quoted material: fenced, its header with it (core/chat/fence.py)
-    assert re.search(r'<untrusted id="[0-9a-f]{12}" source="a captured document \(PDF or text file\)">\n'
+    assert re.search(r'<untrusted id="[0-9a-f]{12}" source="a captured document \(PDF, text or HTML file\)">\n'
                      + re.escape(f'[{mine[0].n}] [NODE:{node["id"]}:"The garden handbook"] (p. 2)\nMycorrhizal'),
                      suffix.retrieved), suffix.retrieved
 
@@ -271,7 +271,7 @@ def test_cairn_import_folder_with_pdfs_text_and_markdown(cairn_cmd, cli_env, tmp
     text = subprocess.run([*cairn_cmd, "import", str(folder), "--db", str(db)], env=env, capture_output=True,
                           text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert text.returncode == 0, text.stderr
-    assert "3 PDF or text files in " in text.stdout and ": 0 created, 0 updated, 2 unchanged, 1 skipped" in text.stdout
+    assert "3 PDF, text or HTML files in " in text.stdout and ": 0 created, 0 updated, 2 unchanged, 1 skipped" in text.stdout
     assert "scan.pdf: scan.pdf has no text layer" in text.stdout
     one = subprocess.run([*cairn_cmd, "import", str(folder / "garden.pdf"), "--db", str(db)], env=env,
                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -404,3 +404,38 @@ def test_pdfs_chunked_with_false_headings_before_are_indexed_again(tmp_path, db_
         assert store.db.execute("SELECT chunk_status FROM nodes WHERE id = ?", (node["id"],)).fetchone()[0] == "pending"
         Indexer(store).run()
         assert {r[0] for r in store.db.execute("SELECT heading_path FROM chunks WHERE node_id = ?", (node["id"],))} == {"[]"}
+
+
+MANUAL = b"""<!DOCTYPE html><html><head><meta charset="iso-8859-1"><title>Widget manual</title></head>
+<body><nav><a href="/">Home</a> | <a href="/about">About</a></nav>
+<main><h1>Widget manual</h1>
+<h2>Installing the widget</h2>
+<p>Unpack the widget into a dry place and fasten it with the four brass screws that come with it.
+The caf\xe9 table in the picture is not included.</p>
+<ul><li>Check the screws first.</li><li>Keep the spare washer.</li></ul>
+<h2>Cleaning</h2>
+<p>Wipe the widget with a damp cloth once a month; never put it in the dishwasher, whatever the label says.</p>
+</main></body></html>"""
+
+
+def test_a_folder_import_captures_html_files_and_lists_every_file_it_leaves_out(tmp_path, cairn_cmd, cli_env):
+    """Folder import takes .html files as web pages are taken (their charset, their main text as markdown,
+    their title), and says of every other file why it was not imported (issue 24 item 5)."""
+    env = _env(cli_env)
+    folder = tmp_path / "docs"
+    _write(folder / "manual.html", MANUAL)
+    _write(folder / "photo.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 32)
+    _write(folder / "report.docx", b"PK\x03\x04" + b"\x00" * 32)
+    _write(folder / "note.md", b"# A note\nIt stays the vault import's.\n")
+    done = subprocess.run([*cairn_cmd, "import", str(folder), "--json"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run([*cairn_cmd, "import", str(folder)], env=env, capture_output=True, text=True)
+    assert "photo.png: a .png file (image/png): attachments are not notes" in shown.stdout, shown.stdout
+    assert "report.docx: a .docx file" in shown.stdout and "not a type Cairn reads" in shown.stdout
+    with Store(Path(env["CAIRN_HOME"]) / "cairn.db") as store:
+        row = store.db.execute("SELECT id FROM nodes WHERE title = 'Widget manual'").fetchone()
+        assert row is not None, [r[0] for r in store.db.execute("SELECT title FROM nodes")]
+        node = store.get_node(row[0])
+    assert node["metadata"]["capture"]["kind"] == "html"
+    assert "## Installing the widget" in node["source"] and "café table" in node["source"]
+    assert "- Check the screws first." in node["source"] and "Home" not in node["source"]

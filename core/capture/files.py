@@ -35,8 +35,11 @@ from core.graph.store import MAX_SOURCE, Store, title_from_text
 
 MAX_FILE_BYTES = 100_000_000  # a larger file is refused before it is read
 SNIFF_BYTES = 65_536  # a text file with a NUL byte in its first 64 KiB is binary
-KINDS = {".pdf": "pdf", ".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown"}
-FOLDER_SUFFIXES = (".pdf", ".txt", ".text")  # what capture_folder takes; markdown goes through core.vault
+KINDS = {".pdf": "pdf", ".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
+         ".html": "html", ".htm": "html", ".xhtml": "html"}
+# what capture_folder takes; markdown goes through core.vault
+FOLDER_SUFFIXES = (".pdf", ".txt", ".text", ".html", ".htm", ".xhtml")
+MARKDOWN_SUFFIXES = (".md", ".markdown")  # a folder's notes (core.vault.parse NOTE_SUFFIXES)
 PAGE_SEPARATOR = "\n\n"
 _JUNK_TITLES = {"", "untitled", "unknown", "none", "title"}
 
@@ -80,8 +83,8 @@ def read_bytes(path: str | Path) -> tuple[Path, bytes]:
         raise CaptureError(f"{p} is not a file.")
     kind = KINDS.get(p.suffix.lower())
     if kind is None:
-        raise CaptureError(f"{name} is {_describe_type(p)}; Cairn captures PDF (.pdf), plain text (.txt) and "
-                           "markdown (.md) files, so nothing was imported.")
+        raise CaptureError(f"{name} is {_describe_type(p)}; Cairn captures PDF (.pdf), plain text (.txt), "
+                           "markdown (.md) and web page (.html) files, so nothing was imported.")
     size = p.stat().st_size
     if size > MAX_FILE_BYTES:
         raise CaptureError(f"{name} is {size / 1e6:,.1f} MB; files over {MAX_FILE_BYTES / 1e6:,.0f} MB are not "
@@ -104,6 +107,8 @@ def parse(p: Path, data: bytes) -> Captured:
     sha = hashlib.sha256(data).hexdigest()
     if kind == "pdf":
         captured = _read_pdf(p, data, sha)
+    elif kind == "html":
+        captured = _read_html(p, data, sha)
     else:
         captured = _read_text(p, data, sha, kind)
     if len(captured.source) > MAX_SOURCE:
@@ -157,6 +162,28 @@ def _read_text(p: Path, data: bytes, sha: str, kind: str) -> Captured:
     if not text.strip():
         raise CaptureError(f"{p.name} is empty; nothing was imported.")
     return Captured(str(p), kind, title[:500], text, sha, encoding, frontmatter=frontmatter, warnings=warnings)
+
+
+def _read_html(p: Path, data: bytes, sha: str) -> Captured:
+    """A saved web page or an HTML manual page: read as a fetched page is (core/capture/web.py: its
+    charset from the page itself, its main text as markdown, its title)."""
+    from core.capture import web
+
+    if b"\x00" in data[:SNIFF_BYTES] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise CaptureError(f"{p.name} looks like a binary file, not a web page (it holds NUL bytes); nothing was imported.")
+    html, charset = web.decode(data, None)
+    page = web.Page(url=p.as_uri(), final_url=p.as_uri(), redirects=(), content_type="text/html", charset=charset,
+                    html=html, size=len(data))
+    try:
+        found = web.extract(page)
+    except web.CaptureError as exc:
+        raise CaptureError(f"{p.name}: no text was found in it (only navigation, or a page built by "
+                           "JavaScript); nothing was imported.") from exc
+    title = found.title if found.title and found.title != page.final_url else p.stem
+    warnings = []
+    if bad := html.count("\ufffd"):
+        warnings.append(f"{bad:,} byte sequence{'s' if bad != 1 else ''} not valid {charset.upper()} replaced with �")
+    return Captured(str(p), "html", title[:500], found.text, sha, web.extractor_version(), warnings=warnings)
 
 
 def _split_frontmatter(text: str) -> tuple[dict | None, str, str | None]:
@@ -385,6 +412,9 @@ def folder_scan(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES
                     links.append((path.relative_to(root).as_posix(), path))
                 else:
                     found.append(path)
+            elif not name.startswith(".") and not name.lower().endswith(MARKDOWN_SUFFIXES):
+                path = Path(dirpath) / name
+                skipped.append((path.relative_to(root).as_posix(), _not_read(path)))
     taken = {str(p) for p in found}
     for rel, path in sorted(links):
         target = os.path.realpath(path)
@@ -402,6 +432,14 @@ def folder_scan(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES
     return sorted(found), skipped
 
 
+def _not_read(p: Path) -> str:
+    """Why a file of a folder is not imported: its type."""
+    mime, _ = mimetypes.guess_type(p.name)
+    if mime and mime.split("/")[0] in ("image", "audio", "video"):
+        return f"{_describe_type(p)}: attachments are not notes"
+    return f"{_describe_type(p)}: not a type Cairn reads (markdown, PDF, text, HTML)"
+
+
 def folder_files(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES) -> list[Path]:
     """The files capture_folder takes, sorted (see folder_scan)."""
     return folder_scan(folder, suffixes)[0]
@@ -409,7 +447,7 @@ def folder_files(folder: str | Path, suffixes: tuple[str, ...] = FOLDER_SUFFIXES
 
 def capture_folder(store: Store, folder: str | Path, progress: Progress | None = None,
                    on_file: Callable[[str, str, str], None] | None = None) -> FolderReport:
-    """Capture every PDF and text file under folder (markdown is the vault import's). progress(done,
+    """Capture every PDF, text and HTML file under folder (markdown is the vault import's). progress(done,
     total) after each file; on_file(relative path, status, detail) for each, status one of created,
     updated, unchanged, skipped. A file that cannot be captured is skipped with its reason, and so is
     each symbolic link folder_scan leaves out (a link out of the folder is never followed)."""

@@ -31,7 +31,7 @@ LABELS: dict[str, str] = {
     USER: "typed by the user",
     GUIDE: "Cairn's built-in guide",
     WEB: "a captured web page",
-    FILE: "a captured document (PDF or text file)",
+    FILE: "a captured document (PDF, text or HTML file)",
     VAULT: "a markdown vault import",
     RAHA: "an RA-H OS import",
     MCP: "an MCP client program",

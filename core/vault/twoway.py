@@ -33,7 +33,8 @@ with a folder, the round only lists them (`RoundReport.would_create`) unless `cr
 once agreed, later notes follow without asking.
 
 With `[vault] path` set, the app runs a round whenever the folder or the database changes
-(core/vault/watch.py, `two_way`): a note saved in the app reaches its file within about a second.
+(core/vault/watch.py, `two_way`): a note saved in the app reaches its file in about 0.3 s at 10,000
+notes (bench/twoway.py), the watcher's passes looking only at the notes written since its last one.
 """
 
 from __future__ import annotations

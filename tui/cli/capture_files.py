@@ -105,8 +105,10 @@ def import_folder_files(out: Out, store, folder: Path, *, interactive: bool | No
     none and no link to one."""
     from core.capture.files import capture_folder, folder_scan
 
-    files, links_left_out = folder_scan(folder)
-    if not files and all(rel.endswith("/") for rel, _why in links_left_out):  # (folders: the vault report's too)
+    files, left_out = folder_scan(folder)
+    if not files and not left_out:
+        return None
+    if not files and all(rel.endswith("/") for rel, _why in left_out):  # (folders: the vault report's too)
         return None
     interactive = sys.stderr.isatty() if interactive is None else interactive
     if interactive:
@@ -130,9 +132,10 @@ def import_folder_files(out: Out, store, folder: Path, *, interactive: bool | No
 
 def print_folder_report(out: Out, r) -> None:
     pages = f"{plural(r.pages, 'page')}; " if r.pages else ""
-    out.text(f"{plural(r.files, 'PDF or text file')} in {r.folder}: ", (f"{r.created:,} created", "green"),
-             f", {r.updated:,} updated, {r.unchanged:,} unchanged, {len(r.skipped):,} skipped "
-             f"({pages}{r.seconds:.1f} s).")
+    if r.files:  # (none: only what was left out is listed below)
+        out.text(f"{plural(r.files, 'PDF, text or HTML file')} in {r.folder}: ", (f"{r.created:,} created", "green"),
+                 f", {r.updated:,} updated, {r.unchanged:,} unchanged, {len(r.skipped):,} skipped "
+                 f"({pages}{r.seconds:.1f} s).")
     for title, items, style in (("Not imported", r.skipped, "yellow"), ("Warnings", r.warnings, "yellow")):
         if not items:
             continue
