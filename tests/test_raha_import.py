@@ -504,3 +504,47 @@ def test_march_2026_private_nodes_get_the_private_dimension(store, tmp_path, cai
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "1 node private in RA-H got the dimension `private`; add it to never_send" in run.stdout
+
+
+def _upgraded_by_raha(path: Path) -> Path:
+    """A December 2025 file as RA-H's own February and May 2026 migrations leave it: the new `source`
+    filled from the old summary (`content`, then renamed `notes`), the full text still in `chunk` and in
+    the `chunks` rows."""
+    c = sqlite3.connect(path)
+    c.executescript("""
+        ALTER TABLE nodes ADD COLUMN source TEXT;
+        UPDATE nodes SET source = content;
+        ALTER TABLE nodes RENAME COLUMN content TO notes;
+    """)
+    c.commit()
+    c.close()
+    return path
+
+
+def test_a_file_raha_upgraded_itself_comes_in_with_its_longest_text(store, tmp_path, monkeypatch):
+    """Issue 24: RA-H's migrations put the summary in `source`; Cairn read `source` whenever it was not
+    empty, so the node came in as its summary (24 characters against 10,829). The longest faithful text
+    is taken, the summary becomes the description, the report names the node, and a re-import fixes a
+    node an earlier import brought in short."""
+    import core.vault.raha as raha
+
+    src = _upgraded_by_raha(without_dimension_tables(make_dec2025(tmp_path / "dec.sqlite")))
+    with sqlite3.connect(src) as c:
+        c.execute("UPDATE nodes SET source = 'A book on focus.', notes = 'A book on focus.', description = NULL"
+                  " WHERE title = 'Deep Work'")
+        full = c.execute("SELECT chunk FROM nodes WHERE title = 'Deep Work'").fetchone()[0]
+    real = raha._node_text
+    monkeypatch.setattr(raha, "_node_text", lambda row, cols, report, chunk_rows="": (
+        raha._text(row["source"]), raha._text(row["description"]) if "description" in cols else "",
+        {"text_from_chunk": 0, "text_from_content": 0, "description_from_content": 0, "summary_appended": 0,
+         "text_longer_than_source": 0}))
+    import_raha(store, src)  # as the earlier import did: the summary as the text
+    assert titles(store)["Deep Work"]["source"] == "A book on focus."
+    monkeypatch.setattr(raha, "_node_text", real)
+    report = import_raha(store, src)
+    node = titles(store)["Deep Work"]
+    assert node["source"] == full and len(full) > 500
+    assert node["description"] == "A book on focus." and "## Notes" not in node["source"]
+    assert report.updated >= 1
+    assert any(where.startswith("node ") and "`chunk`" in why and "the description" in why
+               for where, why in report.warnings), report.warnings

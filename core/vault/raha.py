@@ -307,6 +307,7 @@ class RahaReport:
     text_from_content: int = 0  # no source nor chunk: `content` (or `notes`) is the text
     description_from_content: int = 0  # `content` was a summary: it became the description
     summary_appended: int = 0  # `content` kept as a "## Summary" section of the source
+    text_longer_than_source: int = 0  # `chunk` or the `chunks` rows held more than `source` (RA-H's own upgrade)
     type_from_metadata: int = 0  # no type column: metadata.type
     memory: int = 0  # nodes of type memory (never hubs)
     private: int = 0  # RA-H's is_private nodes: given the dimension `private` (PRIVATE_DIMENSION)
@@ -348,7 +349,9 @@ class RahaReport:
                       "unchanged": self.unchanged, "skipped": len(self.skipped), "gone": self.gone,
                       "text_from_chunk": self.text_from_chunk, "text_from_content": self.text_from_content,
                       "description_from_content": self.description_from_content,
-                      "summary_appended": self.summary_appended, "type_from_metadata": self.type_from_metadata,
+                      "summary_appended": self.summary_appended,
+                      "text_longer_than_source": self.text_longer_than_source,
+                      "type_from_metadata": self.type_from_metadata,
                       "memory": self.memory, "private": self.private},
             "dimensions": {"from": self.dimensions_from, "assigned": self.dimensions_assigned,
                            "read_from_metadata": self.dimensions_metadata, "read_from_tables": self.dimensions_tables,
@@ -395,18 +398,69 @@ def _dimensions(values, rid: str, report: RahaReport) -> list[str]:
     return out
 
 
-def _node_text(row, cols: set[str], report: RahaReport) -> tuple[str, str, dict]:
-    """(source, description, counters) from whichever text columns this era of RA-H has."""
+def _chunk_texts(conn) -> dict[str, str]:
+    """{node id: its `chunks` rows joined} (RA-H keeps each node's text in them too)."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
+    if not {"node_id", "text"} <= cols:
+        return {}
+    order = "node_id, chunk_idx, id" if "chunk_idx" in cols else "node_id, rowid"
+    by_node: dict[str, list[str]] = {}
+    for node_id, text in conn.execute(f"SELECT node_id, text FROM chunks ORDER BY {order}"):
+        if isinstance(text, str) and text.strip():
+            by_node.setdefault(str(node_id), []).append(text)
+    return {node_id: _joined_chunks(texts) for node_id, texts in by_node.items()}
+
+
+def _joined_chunks(texts: list[str]) -> str:
+    """RA-H's `chunks` rows of one node, in order, as one text: where a chunk starts with the end of the
+    one before (an overlap), that part is not repeated."""
+    out = ""
+    for text in texts:
+        overlap = 0
+        for k in range(min(len(out), len(text), 4000), 0, -1):
+            if out.endswith(text[:k]):
+                overlap = k
+                break
+        out = out + text[overlap:] if overlap else (f"{out}\n\n{text}" if out else text)
+    return out
+
+
+def _node_text(row, cols: set[str], report: RahaReport, chunk_rows: str = "") -> tuple[str, str, dict]:
+    """(source, description, counters) from whichever text columns this era of RA-H has.
+
+    The text is the longest faithful one among `source`, `chunk` and the node's `chunks` rows: RA-H's own
+    February and May 2026 migrations filled the new `source` with the old summary (`content`) while the
+    full text stayed in `chunk` and the `chunks` rows, so a node of a file RA-H upgraded itself has a
+    24-character `source` beside a 10,829-character `chunk` (issue 24). A shorter `source` that is not
+    part of the chosen text is the summary: the description when the node has none and it fits, else a
+    "## Summary" section. Each node whose columns disagree is named in the report's warnings."""
     def col(name: str) -> str:
         return _text(row[name]) if name in cols else ""
 
-    counts = {"text_from_chunk": 0, "text_from_content": 0, "description_from_content": 0, "summary_appended": 0}
+    counts = {"text_from_chunk": 0, "text_from_content": 0, "description_from_content": 0, "summary_appended": 0,
+              "text_longer_than_source": 0}
     source, content, notes = col("source"), col("content"), col("notes")
     description = col("description")
     used_content = used_notes = False
     if not source.strip() and col("chunk").strip():
         source = col("chunk")
         counts["text_from_chunk"] = 1
+    longer = max((("chunk", col("chunk")), ("chunks", chunk_rows)), key=lambda t: len(t[1].strip()))
+    if source.strip() and len(longer[1].strip()) > len(source.strip()):
+        short, source = source.strip(), longer[1]
+        counts["text_from_chunk" if longer[0] == "chunk" else "text_longer_than_source"] = 1
+        counts["text_longer_than_source"] = 1
+        kept = "part of it"
+        if short not in source and short != description.strip() and short != content.strip():
+            if not description.strip() and len(short) <= MAX_DESCRIPTION:
+                description, kept = short, "the description"
+            else:
+                source, kept = f"{source.rstrip()}\n\n## Summary\n\n{short}\n", "a Summary section"
+        elif short == content.strip() or short == description.strip():
+            kept = "the summary it repeats"
+        report.warnings.append((f"node {row['id']}", f"`source` held {len(short):,} characters and "
+                                f"`{'chunk' if longer[0] == 'chunk' else 'chunks'}` {len(longer[1].strip()):,}: the "
+                                f"text is the longer one; the shorter is kept as {kept}"))
     if not source.strip() and content.strip():
         source, used_content = content, True
         counts["text_from_content"] = 1
@@ -422,16 +476,17 @@ def _node_text(row, cols: set[str], report: RahaReport) -> tuple[str, str, dict]
             source = f"{source.rstrip()}\n\n## Summary\n\n{summary}\n" if source.strip() else summary
             counts["summary_appended"] = 1
     extra = notes.strip()
-    if extra and not used_notes and extra not in source:
+    if extra and not used_notes and extra not in source and extra != description.strip():
         source = f"{source.rstrip()}\n\n## Notes\n\n{extra}\n" if source.strip() else extra
     return source, description, counts
 
 
-def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], report: RahaReport) -> dict:
+def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], report: RahaReport,
+                 chunk_rows: dict[str, str] | None = None) -> dict:
     rid = str(row["id"])
     meta = _json(row["metadata"]) if "metadata" in cols else None
     meta = meta if isinstance(meta, dict) else {}
-    source, description, text_counts = _node_text(row, cols, report)
+    source, description, text_counts = _node_text(row, cols, report, (chunk_rows or {}).get(rid, ""))
     if len(source) > MAX_SOURCE:
         raise InvalidInput(f"its text is {len(source):,} characters; the limit is {MAX_SOURCE:,}")
     title = " ".join(_text(row["title"]).split())
@@ -487,6 +542,7 @@ def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], rep
 
 def _count_node(report: RahaReport, counts: dict, rid: str, raw_date: str | None) -> None:
     for key in ("text_from_chunk", "text_from_content", "description_from_content", "summary_appended",
+                "text_longer_than_source",
                 "type_from_metadata", "memory", "dimensions_metadata", "dimensions_tables", "dimensions_snapshot",
                 "dimensions_assigned", "private"):
         setattr(report, key, getattr(report, key) + counts[key])
@@ -567,6 +623,7 @@ def _import_raha(store: Store, path: str | Path, progress: Progress | None = Non
                 "snapshot": _snapshot_dimensions(conn, report) if shape.snapshot else {}}
         # Only the columns used: RA-H keeps a 6 KB embedding BLOB on every node row.
         rows = conn.execute(f"SELECT {_select(shape.nodes, NODE_COLUMNS)} FROM nodes ORDER BY id").fetchall()
+        chunk_rows = _chunk_texts(conn) if shape.chunks else {}
         edge_cols = set(shape.edges) & set(EDGE_COLUMNS)
         if "id" in edge_cols:
             edge_order = "id"
@@ -587,7 +644,7 @@ def _import_raha(store: Store, path: str | Path, progress: Progress | None = Non
         edge_cols.discard("description")
 
     with store.db.transaction():  # one transaction: a failure anywhere leaves the store as it was
-        id_map = _import_nodes(store, db_key, rows, cols, dims, report, progress)
+        id_map = _import_nodes(store, db_key, rows, cols, dims, report, progress, chunk_rows)
         desired: dict[tuple[int, int], tuple[str, dict, Any, Any]] = {}
         from_col, to_col = shape.edge_ends
         report.edges_read = len(edge_rows)
@@ -614,7 +671,7 @@ def _import_raha(store: Store, path: str | Path, progress: Progress | None = Non
 
 
 def _import_nodes(store: Store, db_key: str, rows, cols: set[str], dims: dict, report: RahaReport,
-                  progress: Progress | None) -> dict[str, int]:
+                  progress: Progress | None, chunk_rows: dict[str, str]) -> dict[str, int]:
     """Create, update or leave each node; returns RA-H id (as text) → Cairn node id."""
     existing = {}
     for r in store.db.execute(
@@ -637,7 +694,7 @@ def _import_nodes(store: Store, db_key: str, rows, cols: set[str], dims: dict, r
             rid = str(row["id"])
             seen.add(rid)
             try:
-                fields = _node_fields(row, cols, dims, report)
+                fields = _node_fields(row, cols, dims, report, chunk_rows)
             except CairnError as exc:
                 report.skipped.append((f"node {rid}", str(exc)))
                 continue
