@@ -57,6 +57,14 @@ Found when the kinds grew a watcher's write-back (the draws changed):
           two nodes had one file; a later round wrote one's text over the other's edit (now a path new
           to the importer is looked up in the database first). The convergence check now also asserts
           one note per file.
+  WRITES_ONLY a watcher's write-back that found nothing written since its last pass returned before
+          its mode was reset, so its later rounds skipped every note changed on both sides (left, as in
+          a write-back, for "the next whole round") and the import wrote the file's text over Cairn's edit.
+Found when the kinds grew a watcher's round for file events (the property test had only whole rounds):
+  PAIRED  a note edited and trashed in Cairn, its file edited meanwhile, and another file deleted in the
+          same events: the import took the edited file for the deleted one renamed (one file gone, one
+          new: the watcher's pairing), so the trashed note stayed trashed and every later round kept
+          Cairn's version as one more conflict file (now a file at a trashed note's path is that note's).
 
 The default run draws a few hundred interleavings; `make soak` runs more than 1,000 per property.
 """
@@ -416,6 +424,10 @@ SMALLEST = {
     "CLAIMED": ("lost", [("watched_sync", 0, 0), ("cairn_new", 0, 0), ("sync", 0, 0), ("watched_sync", 0, 0),
                          ("cairn_append", 3, 0), ("cairn_link", 3, 0)]),
     "CLAIMED once": ("converge", [("watched_sync", 0, 0), ("cairn_new", 0, 0), ("sync", 0, 0), ("watched_sync", 0, 0)]),
+    "WRITES_ONLY": ("lost", [("watched_sync", 0, 0), ("watched_write_back", 0, 0), ("cairn_delete", 0, 0),
+                             ("file_append", 0, 0), ("cairn_append", 0, 0), ("watched_sync", 0, 0)]),
+    "PAIRED": ("converge", [("watched_sync", 0, 0), ("cairn_append", 1, 0), ("cairn_delete", 1, 0), ("file_append", 0, 0),
+                            ("file_new", 0, 0), ("file_trash", 1, 0), ("watched_event_round", 0, 0)]),
 }
 
 

@@ -573,7 +573,11 @@ class VaultSync:
         for old in missing_by_sha.get(note.sha, []):
             if old in missing:
                 return self.notes[old].node_id, "moved"
-        if pair and len(missing) == 1:
+        if self._trash_cache is None:
+            self._trash_cache = self._trash_by_path()
+        if pair and len(missing) == 1 and note.rel not in self._trash_cache:
+            # (a file at the path of a note trashed in Cairn is that note's, brought back below; it was taken
+            # for another file renamed when one file was gone in the same events: two notes became one)
             old = next(iter(missing))
             return self.notes[old].node_id, "moved"
         orphans = self.orphans.get(note.rel, [])

@@ -175,7 +175,7 @@ class TwoWaySync:
         costs a look at that note, not at the folder's 10,000. A fresh instance (a CLI command's) looks at
         every note's stamp once."""
         report = RoundReport(folder=self.root_key)
-        self._touched, self._moved, self._writes_only, self._reread = set(), {}, True, set()
+        self._touched, self._moved, self._reread = set(), {}, set()
         mark = self._history_mark()
         only = None
         if self._seen is not None and self._seen[1] == self._new_notes_agreed():  # new notes: the same answer as then
@@ -185,6 +185,7 @@ class TwoWaySync:
             self._refresh_notes(only)
         else:
             self._forget_notes()
+        self._writes_only = True  # (reset below, whatever happens: a round after this must merge)
         try:
             with history.acting_as(history.import_of(f"the vault {self.root.name}")):
                 agreed = self._new_files(report, None, new_notes, only=only)
