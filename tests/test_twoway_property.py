@@ -65,6 +65,9 @@ Found when the kinds grew a watcher's round for file events (the property test h
           same events: the import took the edited file for the deleted one renamed (one file gone, one
           new: the watcher's pairing), so the trashed note stayed trashed and every later round kept
           Cairn's version as one more conflict file (now a file at a trashed note's path is that note's).
+  RM_NEW  a file removed and another, different one made in the same events: the pairing took them for
+          a rename and wrote the new file's text over the removed one's note (now a pair must share most
+          of its lines; else the removed file's note goes to the trash and the new file is a new note).
 
 The default run draws a few hundred interleavings; `make soak` runs more than 1,000 per property.
 """
@@ -426,6 +429,7 @@ SMALLEST = {
     "CLAIMED once": ("converge", [("watched_sync", 0, 0), ("cairn_new", 0, 0), ("sync", 0, 0), ("watched_sync", 0, 0)]),
     "WRITES_ONLY": ("lost", [("watched_sync", 0, 0), ("watched_write_back", 0, 0), ("cairn_delete", 0, 0),
                              ("file_append", 0, 0), ("cairn_append", 0, 0), ("watched_sync", 0, 0)]),
+    "RM_NEW": ("lost", [("watched_sync", 0, 0), ("file_new", 0, 0), ("file_rm", 0, 0), ("watched_event_round", 0, 0)]),
     "PAIRED": ("converge", [("watched_sync", 0, 0), ("cairn_append", 1, 0), ("cairn_delete", 1, 0), ("file_append", 0, 0),
                             ("file_new", 0, 0), ("file_trash", 1, 0), ("watched_event_round", 0, 0)]),
 }

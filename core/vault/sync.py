@@ -22,6 +22,7 @@ notes whose links a change can make resolve differently (see `_refresh_links`).
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -39,6 +40,9 @@ from core.vault.parse import MAX_NOTE_BYTES, NOTE_SUFFIXES, Link, ParsedNote, Sk
 from core.vault.resolve import Resolver
 
 BATCH_FILES = 500  # files written per transaction
+# One file gone and one new in the same events are a rename (and edit) when they share at least this much
+# of their text (difflib ratio); less is a delete and a new note.
+RENAME_LIKENESS = 0.5
 MAX_EXPLANATION = 300
 EDGE_SOURCE = "vault"
 RESCAN_MAX_PATHS = 200  # more changed paths than this in one batch: scan the whole folder instead
@@ -558,6 +562,19 @@ class VaultSync:
         return {"root": self.root_key, "path": note.rel, "mtime": note.mtime_ns / 1e9, "size": note.size,
                 "sha256": note.sha, "dimensions": note.dims, "fields": sorted(note.fields)}
 
+    def _like(self, node_id: int, text: str) -> bool:
+        """Whether a new file's text is the gone file's note renamed and edited (the watcher's pairing of
+        one file gone with one new): most of the lines in common (difflib's ratio at least RENAME_LIKENESS).
+        A file deleted while another, different one was made is no rename: the pairing wrote the new
+        file's text over the deleted note's (found by the property test); now that note goes to the trash."""
+        row = self.store.db.execute("SELECT source FROM nodes WHERE id = ?", (node_id,)).fetchone()
+        if row is None:
+            return False
+        # by lines: two short notes of different words share most of their characters, not their lines
+        matcher = difflib.SequenceMatcher(None, row[0].splitlines(), text.splitlines(), autojunk=False)
+        return matcher.real_quick_ratio() >= RENAME_LIKENESS and matcher.quick_ratio() >= RENAME_LIKENESS \
+            and matcher.ratio() >= RENAME_LIKENESS
+
     def _exists(self, node_id: int) -> bool:
         return self.store.db.execute("SELECT 1 FROM nodes WHERE id = ?", (node_id,)).fetchone() is not None
 
@@ -579,7 +596,8 @@ class VaultSync:
             # (a file at the path of a note trashed in Cairn is that note's, brought back below; it was taken
             # for another file renamed when one file was gone in the same events: two notes became one)
             old = next(iter(missing))
-            return self.notes[old].node_id, "moved"
+            if self._like(self.notes[old].node_id, note.source):
+                return self.notes[old].node_id, "moved"
         orphans = self.orphans.get(note.rel, [])
         same = [o for o in orphans if o[1] == note.sha]
         if same or len(orphans) == 1:
