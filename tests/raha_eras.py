@@ -241,8 +241,8 @@ ERAS = {"dec2025": make_dec2025, "feb2026": make_feb2026, "apr2026": make_apr202
 
 def raha_hubs(path: Path, limit: int = 10, *, imported_edges_only: bool = True) -> list[tuple[str, int]]:
     """RA-H's own hub query (its autoContext.ts, December 2025), run on the RA-H file: (title, edge count)
-    of the most-connected nodes, memory excluded, ties by the most recent updated_at; the id tie-break RA-H
-    left unspecified is made explicit (higher id first). Where the file has no `type` column (2026), the
+    of the most-connected nodes, memory excluded, ties by the most recent updated_at, then `n.id ASC` as
+    RA-H's newest release (its autoContext query) breaks them. Where the file has no `type` column (2026), the
     same memory rule reads `metadata.type`. With `imported_edges_only`, only the edge rows Cairn keeps
     count (not self edges, dangling ones, nor a second row of the same pair); nodes without edges are
     not listed (Cairn lists none)."""
@@ -263,7 +263,7 @@ def raha_hubs(path: Path, limit: int = 10, *, imported_edges_only: bool = True) 
               LEFT JOIN {edges} e ON (e.{f} = n.id OR e.{t} = n.id)
              WHERE {kind} IS NULL OR {kind} != 'memory'
              GROUP BY n.id
-             ORDER BY edge_count DESC, n.updated_at DESC, n.id DESC
+             ORDER BY edge_count DESC, n.updated_at DESC, n.id ASC
              LIMIT ?""", (limit,)).fetchall()
     finally:
         c.close()

@@ -548,3 +548,14 @@ def test_a_file_raha_upgraded_itself_comes_in_with_its_longest_text(store, tmp_p
     assert report.updated >= 1
     assert any(where.startswith("node ") and "`chunk`" in why and "the description" in why
                for where, why in report.warnings), report.warnings
+
+
+def test_an_rfc_2822_date_is_converted_and_an_ambiguous_one_kept_raw():
+    """Issue 24: `Mon, 25 Nov 2024 10:00:00 GMT` (an RSS or e-mail date) was kept raw; it is a date, in the
+    calendar day it was written in. A date that could be read two ways stays unread (kept raw, warned)."""
+    from core.vault.raha import event_date
+
+    assert event_date("Mon, 25 Nov 2024 10:00:00 GMT") == ("2024-11-25", "converted")
+    assert event_date("25 Nov 2024 23:30:00 -0500") == ("2024-11-25", "converted")  # its own day, not UTC's
+    assert event_date("Tue, 31 Nov 2024 10:00:00 GMT") == (None, "unreadable")  # no such day
+    assert event_date("03/04/2024") == (None, "unreadable")  # March 4 or 3 April: not guessed

@@ -493,7 +493,9 @@ class Store:
 
     # -- queries -------------------------------------------------------------------------------
     def hubs(self, limit: int = 10) -> list[dict[str, Any]]:
-        """Most-connected nodes: distinct edges in both directions; memory excluded; ties → most recent."""
+        """Most-connected nodes: distinct edges in both directions; memory excluded; ties → the most recently
+        updated, then the lower id (RA-H's newest hub query: `ORDER BY edge_count DESC, n.updated_at DESC,
+        n.id ASC`, so an imported graph lists its hubs as RA-H did)."""
         rows = self.db.execute(
             f"""WITH degree(node_id, edge_count) AS (
                     SELECT node_id, COUNT(DISTINCT edge_id) FROM (
@@ -504,7 +506,7 @@ class Store:
                 SELECT {', '.join('n.' + c.strip() for c in _NODE_COLUMNS.split(','))}, d.edge_count
                 FROM degree d JOIN nodes n ON n.id = d.node_id
                 WHERE n.type != 'memory'
-                ORDER BY d.edge_count DESC, n.updated_at DESC, n.id DESC
+                ORDER BY d.edge_count DESC, n.updated_at DESC, n.id ASC
                 LIMIT ?""",
             (int(limit),),
         ).fetchall()

@@ -14,7 +14,8 @@ fixture builders in tests/raha_eras.py):
 * Event dates. The `event_date` column (February 2026 on), else `metadata.published_date` or
   `metadata.source_metadata.published_date` (what RA-H's own migration backfills from). The precision
   given is kept and nothing is invented: `1981` stays `1981`, `2024-08` stays `2024-08`, `Nov 25, 2024`
-  becomes `2024-11-25`, `Nov 2024` becomes `2024-11`, a timestamp with an offset keeps the calendar date
+  becomes `2024-11-25`, `Nov 2024` becomes `2024-11`, an RFC 2822 date (`Mon, 25 Nov 2024 10:00:00 GMT`)
+  becomes `2024-11-25`, a timestamp with an offset keeps the calendar date
   it was written in (`2024-08-01T23:30:00-05:00` is `2024-08-01`), epoch seconds/milliseconds (9+ digits)
   become their UTC date. A bare 4-digit number is a year, never epoch seconds. A value that cannot be a
   date is kept in `metadata.raha.event_date_raw` and named in the report's warnings.
@@ -36,7 +37,7 @@ fixture builders in tests/raha_eras.py):
 
 Hubs. After an import `cairn hubs` gives RA-H's own hub list for the same data: nodes by
 `COUNT(DISTINCT edge id)` over both directions, memory nodes excluded, ties broken by the most recent
-`updated_at`, then by the higher id. RA-H's versions differ: December 2025 excluded `type = 'memory'`;
+`updated_at`, then by the lower id (RA-H's newest release; it left the order unspecified before). RA-H's versions differ: December 2025 excluded `type = 'memory'`;
 February 2026 (after dropping `type`) excluded nothing, and March 2026 excluded private nodes. Cairn
 follows DESIGN.md (memory excluded, `metadata.type = 'memory'` included) and adds the id tie-break that
 RA-H left unspecified. RA-H counted every row, so its counts differ where a file holds duplicate rows,
@@ -177,6 +178,11 @@ _DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)
                         re.IGNORECASE)
 
 
+# "Mon, 25 Nov 2024 10:00:00 GMT" (RFC 2822 section 3.3: an optional day name, day, month, year, time, zone)
+_RFC_2822 = re.compile(r"^(?:[A-Za-z]{3},\s*)?\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}(?::\d{2})?\s+"
+                       r"(?:[+-]\d{4}|[A-Za-z]{1,5})$")
+
+
 def event_date(value: Any) -> tuple[str | None, str]:
     """An RA-H event date as Cairn's (`YYYY-MM-DD`, `YYYY-MM` or `YYYY`), and how it was read:
     'none' (empty), 'day' / 'month' / 'year' (taken as written), 'converted' (rewritten from another
@@ -214,6 +220,13 @@ def event_date(value: Any) -> tuple[str | None, str]:
         except ValueError:
             continue
         return (parsed.isoformat() if precision == "day" else parsed.isoformat()[:7]), "converted"
+    if _RFC_2822.match(text):  # an e-mail or RSS date (RFC 2822): the calendar date it was written in
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return parsedate_to_datetime(text).date().isoformat(), "converted"
+        except (TypeError, ValueError, IndexError):
+            pass
     return None, "unreadable"
 
 
