@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # core/capture/pdf_words.py: no dependencies
 
 from real_pdfs import build  # noqa: E402
 
@@ -59,7 +60,21 @@ def pdfium(path: Path) -> list[str]:
     return out
 
 
-READERS = {"pypdf": pypdf_plain, "pypdf_layout": pypdf_layout, "pdfium": pdfium}
+def pypdf_whole(path: Path) -> list[str]:
+    """What Cairn stores today: pypdf's text with its words made whole (core/capture/pdf_words.py)."""
+    from core.capture.pdf_words import whole_words
+
+    return whole_words(pypdf_plain(path))
+
+
+def pdfium_whole(path: Path) -> list[str]:
+    from core.capture.pdf_words import whole_words
+
+    return whole_words([p.replace("\r\n", "\n") for p in pdfium(path)])
+
+
+READERS = {"pypdf": pypdf_plain, "pypdf_layout": pypdf_layout, "pypdf_whole": pypdf_whole, "pdfium": pdfium,
+           "pdfium_whole": pdfium_whole}
 
 
 def main() -> None:

@@ -439,3 +439,23 @@ def test_a_folder_import_captures_html_files_and_lists_every_file_it_leaves_out(
     assert node["metadata"]["capture"]["kind"] == "html"
     assert "## Installing the widget" in node["source"] and "café table" in node["source"]
     assert "- Check the screws first." in node["source"] and "Home" not in node["source"]
+
+
+def test_a_pdfs_words_are_made_whole_ligatures_folded_and_line_end_hyphens_joined(tmp_path):
+    """Issue 24 item 2: `ﬁle` (U+FB01) is "file", `com-` at a line end and `mand` on the next are
+    "command" where the document says "command" elsewhere; a dash the document never joins stays."""
+    from core.capture.pdf_words import whole_words
+
+    pages = ["The com-\nmand line runs a com-\n  mand here.\nA well-\nknown tool.",
+             "Every command and the well-known ones.\nA \ufb01le \ufb02ows. A dash at the end -\nnext",
+             "No join: zig-\nzag today"]
+    assert whole_words(pages) == [
+        "The command\nline runs a command\nhere.\nA well-known\ntool.",
+        "Every command and the well-known ones.\nA file flows. A dash at the end -\nnext",
+        "No join: zig-\nzag today"]
+    pdf = _write(tmp_path / "manual.pdf", make_pdf(
+        ["Usage\nThe com-\nmand reads its input.", "Each command writes one line."], title="Manual"))
+    captured = read_file(pdf)
+    assert "The command\nreads its input." in captured.source
+    for n, start in enumerate(captured.page_starts):  # the page starts still point at each page's text
+        assert captured.source[start:].startswith(["Usage", "Each command"][n])

@@ -273,6 +273,9 @@ def _read_pdf(p: Path, data: bytes, sha: str) -> Captured:
         warnings.append(f"{_pages_label(unreadable)} could not be read; left out")
     for c in dict.fromkeys(complaints):
         warnings.append(f"pypdf: {' '.join(c.split())[:200]}")
+    from core.capture.pdf_words import whole_words
+
+    texts = whole_words(texts)  # ligatures folded, line-end hyphenations joined, each page on its own
     starts, pos = [], 0
     for t in texts:
         starts.append(pos)
