@@ -179,6 +179,13 @@ class Searcher:
         rows = self.db.execute(sql, params).fetchall()
         return [Candidate(r[0], fts=-r[1], fts_rank=i + 1) for i, r in enumerate(rows)]
 
+    def _chunk_spans(self, node_ids: list[int]) -> list[tuple[int, int, int, int]]:
+        """(node id, lowest chunk id, highest chunk id, chunk count) of each node: one indexed read. A
+        full-text match bounded to a node's rowid range is how one node's chunks are matched cheaply."""
+        return [tuple(r) for r in self.db.execute(
+            "SELECT node_id, MIN(id), MAX(id), COUNT(*) FROM chunks WHERE node_id IN"
+            " (SELECT value FROM json_each(?)) GROUP BY node_id", (json.dumps(node_ids),))]
+
     def _best_fts_chunks(self, query: str, node_ids: list[int]) -> dict[int, int]:
         """The chunk to show for each keyword hit: a node's only chunk as it is; among several, the
         one ranked best for the query. One indexed read of the nodes' chunk ids, then per node with
@@ -187,9 +194,7 @@ class Searcher:
         nodes (issue 16, bench/store.py hybrid_stages)."""
         if not node_ids:
             return {}
-        spans = self.db.execute(
-            "SELECT node_id, MIN(id), MAX(id), COUNT(*) FROM chunks WHERE node_id IN"
-            " (SELECT value FROM json_each(?)) GROUP BY node_id", (json.dumps(node_ids),)).fetchall()
+        spans = self._chunk_spans(node_ids)
         best = {node_id: lo for node_id, lo, _hi, count in spans if count == 1}
         several = [(node_id, lo, hi) for node_id, lo, hi, count in spans if count > 1]
         expr = fts_query.build(query) if several else None
@@ -422,9 +427,7 @@ class Searcher:
 
         if not node_ids or not query.strip():
             return {}
-        spans = self.db.execute(
-            "SELECT node_id, MIN(id), MAX(id), COUNT(*) FROM chunks WHERE node_id IN"
-            " (SELECT value FROM json_each(?)) GROUP BY node_id", (json.dumps(node_ids),)).fetchall()
+        spans = self._chunk_spans(node_ids)
         several = [(node_id, lo, hi) for node_id, lo, hi, count in spans if count > 1]
         expr = fts_query.build(query) if several else None
         if expr is None:

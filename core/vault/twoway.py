@@ -115,10 +115,11 @@ class TwoWaySync:
         self._reread: set[str] = set()  # files this round wrote that its import must read (merges, new links)
         self._moved: dict[int, tuple[dict, str]] = {}  # notes changed in Cairn whose file moved: (node, base)
         first_change = self._history_mark()
-        only = self._event_scope(paths)
+        only = self._event_scope(paths)  # (brings the remembered notes up to date for those it names)
         renew = self._forget_notes if only is None else lambda: self._refresh_notes(
             only | self._written_since(first_change))  # the import's changes are history rows too
-        renew()
+        if only is None:
+            self._forget_notes()
         with history.acting_as(actor or history.import_of(f"the vault {self.root.name}")):
             agreed = self._new_files(report, create_new, new_notes, only=only)
             if only is None or report.created:
@@ -202,8 +203,14 @@ class TwoWaySync:
         """The id of the latest change (core/graph/history.py): what a later pass looks beyond."""
         return self.store.db.execute("SELECT coalesce(max(id), 0) FROM history").fetchone()[0]
 
+    @property
+    def _agreed_key(self) -> str:
+        """The meta key recorded once new notes made in Cairn get files in this folder (tui/flows/vault_sync.py
+        sets it on the user's yes)."""
+        return f"vault_new_notes:{self.root_key}"
+
     def _new_notes_agreed(self) -> bool:
-        return self.store.meta(f"vault_new_notes:{self.root_key}") is not None
+        return self.store.meta(self._agreed_key) is not None
 
     def _written_since(self, mark: int) -> set[int]:
         """The nodes written (their text, fields or edges: the history names the edge's source node) after
@@ -554,7 +561,7 @@ class TwoWaySync:
         """Files for the notes made in Cairn (of the nodes `only`, when given); the node is claimed for its
         file as an import would. Returns whether new notes get files (agreed to for this folder) as it
         acted: a later write_back that finds the agreement changed looks at every note again."""
-        agreed_key = f"vault_new_notes:{self.root_key}"
+        agreed_key = self._agreed_key
         made_here = ("SELECT id FROM nodes WHERE json_type(metadata, '$.vault') IS NULL AND type != 'memory'"
                      " AND origin != 'cairn'")
         if only is None:
