@@ -12,8 +12,9 @@ def listed(app) -> set[str]:
     return {str(o.prompt).split("\n")[0] for o in app.query_one(NodeList)._options}
 
 
-async def until_listed(pilot, app, *titles: str) -> None:
-    await wait_for(pilot, lambda: set(titles) <= listed(app), what=f"{', '.join(titles)} in the node list")
+async def until_listed(pilot, app, *titles: str, timeout: float = 10.0) -> None:
+    await wait_for(pilot, lambda: set(titles) <= listed(app), timeout=timeout,
+                   what=f"{', '.join(titles)} in the node list")
 
 
 async def test_app_starts_with_three_panes(store, db_path):
@@ -282,7 +283,9 @@ async def test_a_lost_file_event_is_made_up_by_the_periodic_version_check(store,
         await pilot.pause(0.3)
         with Store(db_path) as other:
             other.add_node("Event lost", "by another process")
-        await until_listed(pilot, app, "Event lost")
+        # the check runs on the watch's 2 s timeout, then a reload worker: past 10 s once in a loaded
+        # two-worker run of the whole suite (5-6 s alone, the app's start included)
+        await until_listed(pilot, app, "Event lost", timeout=30.0)
 
 
 async def test_a_missing_vault_watch_folder_is_a_clear_notice(store, db_path, tmp_path):
