@@ -244,12 +244,18 @@ async def test_get_context_counts_recent_and_hubs(cairn_cmd, db, errlog):
                for i in range(5)]
         store.add_edge(ids[0], ids[1], "The first leads to the second.")
         store.add_edge(ids[2], ids[0], "The third cites the first.")
+        # One timestamp for all, so the tie below is a tie on any machine (two adds can fall in one millisecond or not).
+        store.db.execute("UPDATE nodes SET updated_at = '2026-01-01T00:00:00Z'")
     async with mcp_session(cairn_cmd, db, errlog) as s:
         context = await ok(s, "getContext", {"limit": 3})
+        with Store(db) as store:
+            store.db.execute("UPDATE nodes SET updated_at = '2026-01-02T00:00:00Z' WHERE id = ?", (ids[2],))
+        later = await ok(s, "getContext", {"limit": 3})
     assert context["counts"] == {"nodes": 5, "edges": 2, "pending": 5, "index_errors": 0}
     assert [n["id"] for n in context["recent"]] == ids[::-1][:3]
     # ties: the most recently updated, then the lower id (RA-H's newest hub query orders so)
     assert [(h["id"], h["edge_count"]) for h in context["hubs"]] == [(ids[0], 2), (ids[1], 1), (ids[2], 1)]
+    assert [(h["id"], h["edge_count"]) for h in later["hubs"]] == [(ids[0], 2), (ids[2], 1), (ids[1], 1)]
     assert {d["dimension"]: d["count"] for d in context["dimensions"]} == {"work": 2, "home": 3}
     assert context["limits"]["results_per_call"] == 50
 
