@@ -50,7 +50,7 @@ def test_a_three_page_pdf_keeps_each_chunks_page_and_the_passage_says_p_2(tmp_pa
     node = outcome.node
     assert outcome.status == "created" and node["title"] == "The garden handbook"
     capture = node["metadata"]["capture"]
-    assert capture["pages"] == 3 and capture["extractor"].startswith("pypdf ")
+    assert capture["pages"] == 3 and capture["extractor"].startswith("pypdfium2 ")
     assert capture["path"] == str(pdf.resolve()) and len(capture["sha256"]) == 64
     for n, start in enumerate(capture["page_starts"]):  # the offsets point at each page's text
         assert node["source"][start:].startswith(PAGES[n].splitlines()[0])
@@ -456,6 +456,61 @@ def test_a_pdfs_words_are_made_whole_ligatures_folded_and_line_end_hyphens_joine
     pdf = _write(tmp_path / "manual.pdf", make_pdf(
         ["Usage\nThe com-\nmand reads its input.", "Each command writes one line."], title="Manual"))
     captured = read_file(pdf)
-    assert "The command\nreads its input." in captured.source
+    assert "The command reads its input." in captured.source  # PDFium joins the two lines at its mark
     for n, start in enumerate(captured.page_starts):  # the page starts still point at each page's text
         assert captured.source[start:].startswith(["Usage", "Each command"][n])
+
+
+def test_spaces_the_reader_guessed_inside_a_word_are_taken_back_or_moved_and_the_pdfs_own_are_kept():
+    """Issue 24 item 2: groff and Ghostscript space words by position; a space PDFium guesses at a kerning
+    (`v alue`) goes where the document shows the word whole and the piece is seen nowhere else; a space
+    in the wrong place (`ifpar ameter`) moves; two words the document has apart stay apart; a space the
+    PDF holds itself is never touched, and PDFium's line-end mark (U+FFFE) joins or becomes a hyphen."""
+    from core.capture.pdf_words import whole_words
+
+    pages = ["Sets the v alue of a part.", "The value, if parameter, ifpar ameter and apart; part two.",
+             "Keep a wor d here: no soft space; word.", "The com\ufffemand runs; zig\ufffezag; a \ufb01le b uiltin",
+             "a builtin command"]
+
+    def guessed(page: str, *at: str) -> list[int]:
+        return [page.index(a) + a.index(" ") for a in at]
+
+    soft = [guessed(pages[0], "v a", "a p"), guessed(pages[1], "r a"), [], guessed(pages[3], "b u"), []]
+    assert whole_words(pages, soft) == [
+        "Sets the value of a part.",  # "a" and "part" both occur on their own: two words
+        "The value, if parameter, if parameter and apart; part two.",
+        "Keep a wor d here: no soft space; word.",  # the PDF's own space
+        "The command runs; zig-zag; a file builtin",
+        "a builtin command"]
+    for page, mended in zip(pages, whole_words(pages, soft)):  # a moved space keeps the length
+        assert len(mended) <= len(page)
+
+
+def test_pdfium_crashing_hanging_or_out_of_memory_is_one_sentence_and_the_caller_lives(tmp_path, monkeypatch):
+    """The reader runs in a child process (core/capture/pdf_reader.py): what a hostile PDF does to it
+    costs the child, and the user reads one sentence. The child is replaced by scripts that do what a
+    crashing, looping or starving PDFium would."""
+    import sys
+
+    from core.capture import pdf_reader
+
+    pdf = _write(tmp_path / "hostile.pdf", make_pdf(PAGES))
+
+    def child(name: str, body: str) -> None:
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+        monkeypatch.setattr(sys, "executable", str(script))
+
+    child("crash", "kill -SEGV $$")
+    with pytest.raises(CaptureError, match=r"^hostile\.pdf made the PDF reader stop \(SIGSEGV\); the file may be "
+                                           r"damaged or made to attack PDF readers, so nothing was imported\.$"):
+        read_file(pdf)
+    child("starve", "echo 'MemoryError' >&2; exit 1")
+    with pytest.raises(CaptureError, match=r"needs more memory to read than Cairn gives a PDF"):
+        read_file(pdf)
+    child("loop", "sleep 30")
+    monkeypatch.setattr(pdf_reader, "READ_SECONDS", 0.5)
+    with pytest.raises(CaptureError, match=r"^hostile\.pdf took the PDF reader longer than 0\.5 s, so it was "
+                                           r"stopped; nothing was imported\.$"):
+        read_file(pdf)

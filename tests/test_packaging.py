@@ -160,6 +160,25 @@ def test_the_installed_cairn_adds_indexes_and_finds_a_note(installed):
     assert [h["title"] for h in hits] == ["Moraines"]
 
 
+def test_the_installed_cairn_reads_a_pdf_with_its_own_reader_whatever_the_folder_holds(installed):
+    """The PDF reader runs as a child (`python -I -m core.capture.pdfium_pages`): from the installed
+    package, not from a `core/` folder that happens to be in the user's current directory."""
+    from pdf_maker import make_pdf
+
+    decoy = installed.work / "core" / "capture"
+    decoy.mkdir(parents=True, exist_ok=True)
+    for name in ("../__init__.py", "__init__.py"):
+        (decoy / name).write_text("")
+    (decoy / "pdfium_pages.py").write_text('print(\'{"pages": [{"text": "decoy"}]}\')\n')
+    pdf = installed.work / "moraines.pdf"
+    pdf.write_bytes(make_pdf(["Moraines\nGlaciers leave moraines of rock where they stop.", "Page two."]))
+    db = str(installed.work / "pdf.db")
+    installed.run(str(_console_script(installed)), "add", "--db", db, str(pdf))
+    shown = json.loads(installed.run(str(_console_script(installed)), "show", "--db", db, "--json", "1").stdout)
+    assert "Glaciers leave moraines" in shown["source"] and "decoy" not in shown["source"]
+    assert shown["metadata"]["capture"]["extractor"].startswith("pypdfium2 ")
+
+
 async def test_the_installed_cairn_mcp_speaks_mcp_over_stdio(installed):
     params = StdioServerParameters(command=str(_console_script(installed)),
                                    args=["mcp", "--db", str(installed.work / "mcp.db")],

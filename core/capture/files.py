@@ -1,10 +1,9 @@
-"""Files on disk as nodes: PDFs (their text page by page, through pypdf), plain text and markdown.
+"""Files on disk as nodes: PDFs (their text page by page, through PDFium), plain text, markdown and HTML.
 
 `read_file(path)` turns one file into a `Captured` (title, text, pages) or raises `CaptureError` with one
 sentence saying why nothing was imported: a type Cairn does not read, a binary file, a file over the
 size cap, a PDF that is password-protected, corrupt, or has no text layer (a scan). What it could read
-but not perfectly (bytes that were not UTF-8, pages without text, pypdf's complaints about a damaged
-file) is listed in `Captured.warnings`, never dropped silently.
+but not perfectly (bytes that were not UTF-8, pages without text, pages the reader could not open) is listed in `Captured.warnings`, never dropped silently.
 
 A PDF's pages are joined with a blank line between them; `metadata.capture.page_starts` holds the
 character offset where each page begins, so the indexer gives each chunk its page (core.index.chunker)
@@ -17,14 +16,11 @@ stopped), update the node of a file that changed, and write each file in its own
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import logging
 import mimetypes
 import os
 import re
 import time
-import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -205,85 +201,37 @@ def _split_frontmatter(text: str) -> tuple[dict | None, str, str | None]:
     return json.loads(json.dumps(loaded, default=str, ensure_ascii=False)), text[m.end():], None
 
 
-class _Collect(logging.Handler):
-    def __init__(self, into: list[str]):
-        super().__init__(logging.WARNING)
-        self.into = into
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.into.append(record.getMessage())
-
-
 def _read_pdf(p: Path, data: bytes, sha: str) -> Captured:
-    import pypdf
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
+    from core.capture.pdf_reader import PdfRefused, read_pdf
+    from core.capture.pdf_words import whole_words
 
-    complaints: list[str] = []  # pypdf logs what it repairs in a damaged file; it is reported, not printed
-    logger = logging.getLogger("pypdf")
-    handler = _Collect(complaints)
-    logger.addHandler(handler)
-    propagate, logger.propagate = logger.propagate, False
     try:
-        with _warnings.catch_warnings(record=True) as caught:
-            _warnings.simplefilter("always")
-            try:
-                reader = pypdf.PdfReader(io.BytesIO(data))
-                if reader.is_encrypted and not reader.decrypt(""):
-                    raise CaptureError(f"{p.name} is password-protected; Cairn cannot read it without the password, "
-                                       "so nothing was imported (remove the password, e.g. `qpdf --decrypt`, and "
-                                       "add it again).")
-                count = len(reader.pages)
-            except CaptureError:
-                raise
-            except DependencyError as exc:
-                raise CaptureError(f"{p.name} is encrypted in a way pypdf needs another package for ({exc}); "
-                                   "nothing was imported.") from exc
-            except FileNotDecryptedError as exc:
-                raise CaptureError(f"{p.name} is password-protected; nothing was imported.") from exc
-            except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                why = " ".join(str(exc).split()) or type(exc).__name__
-                raise CaptureError(f"{p.name} could not be read as a PDF ({why}); it may be damaged or not a PDF, "
-                                   "so nothing was imported.") from exc
-            texts: list[str] = []
-            unreadable: list[int] = []
-            for number in range(1, count + 1):
-                try:
-                    page_text = reader.pages[number - 1].extract_text() or ""
-                except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-                    complaints.append(f"page {number}: {' '.join(str(exc).split()) or type(exc).__name__}")
-                    unreadable.append(number)
-                    page_text = ""
-                texts.append(_clean(page_text))
-            info_title = _info_title(reader, complaints)
-        complaints.extend(str(w.message) for w in caught)
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
+        read = read_pdf(data)
+    except PdfRefused as exc:
+        raise CaptureError(f"{p.name} {exc}.") from exc
+    count = len(read.pages)
     if count == 0:
         raise CaptureError(f"{p.name} has no pages; nothing was imported.")
+    # guessed spaces mended, ligatures folded, line-end hyphenations joined: each page on its own
+    texts = [_clean(t) for t in whole_words(read.pages, read.soft)]
     empty = [i + 1 for i, t in enumerate(texts) if not t.strip()]
     if len(empty) == count:
         raise CaptureError(f"{p.name} has no text layer ({count} page{'s' if count != 1 else ''}, none with text): "
                            "it may be a scan; nothing was imported (run OCR on it first, e.g. `ocrmypdf`).")
     warnings: list[str] = []
-    textless = [n for n in empty if n not in unreadable]
+    textless = [n for n in empty if n not in read.unreadable]
     if textless:
         warnings.append(f"{_pages_label(textless)} no text (a scanned page or only images); left out")
-    if unreadable:
-        warnings.append(f"{_pages_label(unreadable)} could not be read; left out")
-    for c in dict.fromkeys(complaints):
-        warnings.append(f"pypdf: {' '.join(c.split())[:200]}")
-    from core.capture.pdf_words import whole_words
-
-    texts = whole_words(texts)  # ligatures folded, line-end hyphenations joined, each page on its own
+    if read.unreadable:
+        warnings.append(f"{_pages_label(read.unreadable)} could not be read; left out")
     starts, pos = [], 0
     for t in texts:
         starts.append(pos)
         pos += len(t) + len(PAGE_SEPARATOR)
     source = PAGE_SEPARATOR.join(texts)
-    title = info_title or title_from_text(source)
-    return Captured(str(p), "pdf", title[:500], source, sha, f"pypdf {pypdf.__version__}", pages=count,
-                    page_starts=starts, warnings=warnings)
+    title = _info_title(read.title) or title_from_text(source)
+    return Captured(str(p), "pdf", title[:500], source, sha, read.reader, pages=count, page_starts=starts,
+                    warnings=warnings)
 
 
 def _pages_label(numbers: list[int]) -> str:
@@ -299,16 +247,9 @@ def _clean(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")).strip()
 
 
-def _info_title(reader, complaints: list[str]) -> str:
-    from pypdf.errors import PyPdfError
-
-    try:
-        meta = reader.metadata
-        title = (meta.title if meta else None) or ""
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        complaints.append(f"the document information could not be read ({exc})")
-        return ""
-    title = " ".join(str(title).split())
+def _info_title(title: str) -> str:
+    """The document information's title, its padding gone (groff pads it); none when it is a placeholder."""
+    title = " ".join(title.split())
     return "" if title.lower() in _JUNK_TITLES else title
 
 
