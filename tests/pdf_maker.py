@@ -98,6 +98,20 @@ def encrypted_pdf(pages: list[str | None], user_password: str = "secret", owner_
     return buf.getvalue()
 
 
+def outlined_pdf(pages: list[str | None], outline: list[tuple[str, int, int]]) -> bytes:
+    """The same PDF with bookmarks: (title, page index, level from 0), each under the last one of the
+    level above it (pypdf writes them as a PDF's /Outlines)."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf(pages))))
+    parents: dict[int, object] = {}
+    for title, page, level in outline:
+        parents[level] = writer.add_outline_item(title=title, page_number=page, parent=parents.get(level - 1))
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
 def corrupt_pdf() -> bytes:
     """A PDF header followed by bytes that are no PDF structure at all."""
     return b"%PDF-1.7\n" + bytes((i * 37) % 251 for i in range(2000))

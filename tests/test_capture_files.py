@@ -19,7 +19,7 @@ from core.agent import profiles
 from core.capture.files import CaptureError, capture_file, capture_folder, read_file
 from core.chat.context import ContextEngine
 from core.graph.store import Store
-from pdf_maker import IMAGE, corrupt_pdf, encrypted_pdf, make_pdf, truncated_pdf
+from pdf_maker import IMAGE, corrupt_pdf, encrypted_pdf, make_pdf, outlined_pdf, truncated_pdf
 
 PAGES = [
     "Soil notes\nCompost heaps need air, water and a mix of green and brown material.",
@@ -514,3 +514,29 @@ def test_pdfium_crashing_hanging_or_out_of_memory_is_one_sentence_and_the_caller
     with pytest.raises(CaptureError, match=r"^hostile\.pdf took the PDF reader longer than 0\.5 s, so it was "
                                            r"stopped; nothing was imported\.$"):
         read_file(pdf)
+
+
+def test_a_pdfs_bookmarks_are_its_headings_and_a_hash_line_still_is_none(tmp_path, store, indexer):
+    """Issue 24 item 3: the headings of a PDF are the ones it really has, its outline (bookmarks), placed
+    where each title is printed on its page; text before the first is under none; `# ...` is no heading."""
+    pages = ["Preface\nWhy this manual exists and who it is for.",
+             "1 Installing\nRun the installer.\n# make install\n1.1 Checking\nRun the tests after.",
+             "2 Using\nStart it with no arguments."]
+    pdf = _write(tmp_path / "manual.pdf", outlined_pdf(pages, [("1 Installing", 1, 0), ("1.1 Checking", 1, 1),
+                                                                 ("2 Using", 2, 0), ("Nowhere printed", 2, 1)]))
+    captured = read_file(pdf)
+    assert [e[:2] for e in captured.outline] == [[0, "1 Installing"], [1, "1.1 Checking"], [1, "Nowhere printed"],
+                                                 [0, "2 Using"]]
+    at = {title: offset for _, title, offset in captured.outline}
+    assert captured.source[at["1.1 Checking"]:].startswith("1.1 Checking")
+    assert at["Nowhere printed"] == captured.page_starts[2]  # not printed on its page: the page's start
+    node = capture_file(store, pdf).node
+    indexer.run()
+    chunks = store.db.execute("SELECT text, heading_path FROM chunks WHERE node_id = ? ORDER BY chunk_idx",
+                              (node["id"],)).fetchall()
+    under = [(tuple(json.loads(c["heading_path"])), c["text"]) for c in chunks]
+    assert under[0][0] == () and "Why this manual" in under[0][1]
+    by_path = dict(under)
+    assert "# make install" in by_path["1 Installing",] and "Run the tests" in by_path["1 Installing", "1.1 Checking"]
+    assert "Start it" in by_path["2 Using",]
+    assert not any("make install" in " ".join(path) for path, _ in under)

@@ -8,7 +8,7 @@ but not perfectly (bytes that were not UTF-8, pages without text, pages the read
 A PDF's pages are joined with a blank line between them; `metadata.capture.page_starts` holds the
 character offset where each page begins, so the indexer gives each chunk its page (core.index.chunker)
 and a citation can say "p. 4" while the text stays clean. The node's `metadata.capture` is
-`{path, sha256, kind, pages, page_starts, extractor, title}`: `capture_file` and `capture_folder` skip
+`{path, sha256, kind, pages, page_starts, outline, extractor, title}`: `capture_file` and `capture_folder` skip
 a file whose path and content hash were captured before (so a killed import resumes where it
 stopped), update the node of a file that changed, and write each file in its own transaction.
 """
@@ -58,6 +58,7 @@ class Captured:
     page_starts: list[int] | None = None
     frontmatter: dict | None = None
     warnings: list[str] = field(default_factory=list)
+    outline: list[list] | None = None  # a PDF's bookmarks as headings: [level, title, offset in source]
 
     def capture_meta(self) -> dict:
         meta = {"path": self.path, "sha256": self.sha256, "kind": self.kind, "extractor": self.extractor,
@@ -65,6 +66,8 @@ class Captured:
         if self.pages is not None:
             meta["pages"] = self.pages
             meta["page_starts"] = self.page_starts
+        if self.outline:
+            meta["outline"] = self.outline
         return meta
 
 
@@ -231,7 +234,28 @@ def _read_pdf(p: Path, data: bytes, sha: str) -> Captured:
     source = PAGE_SEPARATOR.join(texts)
     title = _info_title(read.title) or title_from_text(source)
     return Captured(str(p), "pdf", title[:500], source, sha, read.reader, pages=count, page_starts=starts,
-                    warnings=warnings)
+                    warnings=warnings, outline=_outline_offsets(read.outline, texts, starts))
+
+
+def _outline_offsets(outline: list[tuple[int, str, int]], texts: list[str], starts: list[int]) -> list[list]:
+    """Each bookmark as [level, title, offset]: where its title is printed on its page (after the bookmark
+    before it on that page), else the page's start. The chunker makes these a PDF's headings, the only
+    ones it has (a line starting with `#` in a PDF is no heading)."""
+    placed: list[tuple[int, bool, list]] = []
+    after: dict[int, int] = {}  # page -> offset in that page's text where the next search starts
+    for level, title, page in outline:
+        if not 0 <= page < len(texts):
+            continue
+        words = [re.escape(w) for w in title.split()]
+        found = re.compile(r"\s+".join(words), re.IGNORECASE).search(texts[page], after.get(page, 0)) if words else None
+        offset = found.start() if found else 0
+        if found:
+            after[page] = found.end()
+        placed.append((starts[page] + offset, bool(found), [level, title, starts[page] + offset]))
+    # by offset; at one offset, a bookmark not printed (set at its page's start) before one printed there,
+    # so the printed one heads the text; otherwise in the outline's order (a stable sort)
+    placed.sort(key=lambda entry: entry[:2])
+    return [entry for *_, entry in placed]
 
 
 def _pages_label(numbers: list[int]) -> str:

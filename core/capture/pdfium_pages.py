@@ -9,8 +9,8 @@ call pdfium functions simultaneously across different threads, not even with dif
 one process per file keeps every call on one thread.
 
 The PDF's bytes come on stdin; one JSON object goes to stdout:
-  {"pages": [{"text": ..., "soft": [offsets], ("unreadable": why)}], "title": ..., "producer": ...,
-   "pdfium": version}
+  {"pages": [{"text": ..., "soft": [offsets], ("unreadable": why)}], "outline": [{"level", "title", "page"}],
+   "title": ..., "producer": ..., "pdfium": version}
 or {"refused": "password" | "damaged", "detail": ...} with exit status 3.
 
 Each page's text is PDFium's (`FPDFText_GetText`), with two things PDFium does not do:
@@ -33,6 +33,23 @@ import sys
 
 SPACE_GAP = 0.12  # of the letters' height (≈ the font size); poppler's own minimum word break is 0.1 em
 MEMORY_LIMIT = 4 << 30  # bytes of address space the child may take (a PDF that asks for more is refused)
+OUTLINE_ENTRIES = 2_000  # bookmarks kept (a book's table of contents has a few hundred)
+OUTLINE_DEPTH = 6
+
+
+def _outline(doc) -> list[dict]:
+    """The document's bookmarks (its outline) with the page each points to; pypdfium2's walk stops at
+    a cycle and at OUTLINE_DEPTH."""
+    entries = []
+    for mark in doc.get_toc(max_depth=OUTLINE_DEPTH):
+        if len(entries) >= OUTLINE_ENTRIES:
+            break
+        dest = mark.get_dest()
+        page = dest.get_index() if dest is not None else None
+        title = " ".join(mark.get_title().split())[:200]
+        if title and page is not None and 0 <= page < len(doc):
+            entries.append({"level": mark.level, "title": title, "page": page})
+    return entries
 
 
 def _page(textpage, raw) -> dict:
@@ -92,9 +109,10 @@ def read(data: bytes) -> dict:
                 textpage.close()
                 page.close()
         meta = doc.get_metadata_dict(skip_empty=True)
+        outline = _outline(doc)
     finally:
         doc.close()
-    return {"pages": pages, "title": meta.get("Title", ""), "producer": meta.get("Producer", ""),
+    return {"pages": pages, "outline": outline, "title": meta.get("Title", ""), "producer": meta.get("Producer", ""),
             "pdfium": f"pypdfium2 {pypdfium2.version.PYPDFIUM_INFO.version}"}
 
 

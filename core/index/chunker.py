@@ -96,6 +96,31 @@ def _sections(source: str, headings: bool = True) -> list[tuple[tuple[str, ...],
     return sections
 
 
+def _outline_sections(outline: list, length: int) -> list[tuple[tuple[str, ...], int, int]]:
+    """(heading path, start, end) from a document's own outline: [level, title, offset] entries (a PDF's
+    bookmarks placed by core.capture.files). Entries that are not that shape, or out of order, are left out."""
+    marks: list[tuple[int, int, str]] = []
+    for entry in outline:
+        if (isinstance(entry, (list, tuple)) and len(entry) == 3 and isinstance(entry[0], int)
+                and isinstance(entry[1], str) and isinstance(entry[2], int) and 0 <= entry[2] <= length
+                and (not marks or entry[2] >= marks[-1][0])):
+            marks.append((entry[2], entry[0], entry[1]))
+    sections: list[tuple[tuple[str, ...], int, int]] = []
+    path: list[tuple[int, str]] = []
+    start, current = 0, ()
+    for offset, level, title in marks:
+        if offset > start:
+            sections.append((current, start, offset))
+            start = offset
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+        current = tuple(t for _, t in path)
+    if length > start:
+        sections.append((current, start, length))
+    return sections
+
+
 def _page_starts(page_starts: list[int] | None, length: int) -> list[int]:
     """The page starts checked: whole numbers, ascending, the first 0, none past the end."""
     if not page_starts:
@@ -158,15 +183,18 @@ class Chunker:
     def count(self, text: str) -> int:
         return max(0, self._count_with_specials(text) - 2)
 
-    def split(self, source: str, page_starts: list[int] | None = None, *, headings: bool = True) -> list[Chunk]:
+    def split(self, source: str, page_starts: list[int] | None = None, *, headings: bool = True,
+              outline: list | None = None) -> list[Chunk]:
         """Chunks of source; with page_starts (the offset where each page begins, ascending, the first
         0) the sections are also cut at every page start and each chunk carries its page number.
         `headings`: whether `# ...` lines are headings (markdown: notes, vault files, web pages made
         markdown); a PDF's or a text file's lines that start with `#` are shell prompts, comments and
-        parameters, never headings (2,324 of 2,947 chunks of man-page PDFs had such a false one)."""
+        parameters, never headings (2,324 of 2,947 chunks of man-page PDFs had such a false one).
+        `outline`: a document's own headings, [level, title, offset] (a PDF's bookmarks), used instead."""
         starts = _page_starts(page_starts, len(source))
         chunks: list[Chunk] = []
-        for path, s_start, s_end in _sections(source, headings):
+        sections = _outline_sections(outline, len(source)) if outline else _sections(source, headings)
+        for path, s_start, s_end in sections:
             for p_start, p_end in _cut_at(starts, s_start, s_end):
                 units = self._units(source, p_start, p_end)
                 for start, end in self._pack(units):

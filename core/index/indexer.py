@@ -158,6 +158,7 @@ class Indexer:
             return []
         return self.store.db.execute(
             "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts,"
+            " json_extract(metadata, '$.capture.outline') AS outline,"
             " json_extract(metadata, '$.capture.kind') AS capture_kind"
             " FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
             " AND chunk_status != 'indexed' AND chunk_status = 'pending' ORDER BY id",
@@ -198,7 +199,9 @@ class Indexer:
             try:
                 # A paged document (a captured PDF) keeps its pages' offsets in metadata.capture.
                 pages = json.loads(row["page_starts"]) if row["page_starts"] else None
-                chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]))
+                outline = json.loads(row["outline"]) if row["outline"] else None  # a PDF's bookmarks
+                chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]),
+                                            outline=outline if isinstance(outline, list) else None)
                 inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
                 ntext = self.node_text(row["title"], row["description"], chunks)
             except Exception as exc:  # a bug or pathological text must not stop the queue
