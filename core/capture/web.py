@@ -509,33 +509,70 @@ def real_date(value: str | None) -> str | None:
 
 
 def extract(page: Page) -> Extracted:
-    """The main text (markdown) and metadata of `page`, without navigation, ads or comments."""
+    """The main text (markdown) and metadata of `page`, without navigation, ads or comments.
+
+    trafilatura judges which text is the article (a page of navigation alone has none) and reads the
+    metadata; the page's main region, the element holding that text, is then kept whole with its
+    structure (core/capture/html_markdown.py: headings, nested lists, tables, fenced code), and the title
+    and date follow core/capture/page_meta.py. bench/web_structure.py measured the choice on real manuals."""
     import trafilatura
+
+    from core.capture import html_markdown, page_meta
 
     doc = trafilatura.bare_extraction(page.html, url=page.final_url, with_metadata=True, include_comments=False,
                                       include_tables=True, include_formatting=True,
                                       # precision: a page of navigation alone yields no text, not its menu
                                       favor_precision=True)
-    text = (doc.text or "").strip() if doc is not None else ""
-    title = _clean(doc.title) if doc is not None else ""
-    lines = text.splitlines()
-    if lines and title and lines[0].lstrip("# ").strip() == title:  # the page's own h1 repeats the title
-        text = "\n".join(lines[1:]).strip()
+    judged = (doc.text or "").strip() if doc is not None else ""
+    if len(judged) < MIN_TEXT_CHARS:
+        raise _no_article(page)
+    root = html_markdown.parse(page.html)
+    site = _clean(doc.sitename) or _clean(doc.hostname) or None
+    title = page_meta.page_title(root, doc.title, site)
+    date = real_date(page_meta.page_date(root, page.final_url))
+    text = _without_title_line(structured_text(root, judged), title)
     if len(text) < MIN_TEXT_CHARS:
-        raise CaptureError("empty", f"Found no article text on {page.final_url}: the page may be built by "
-                                    "JavaScript, or hold only navigation. Nothing was saved.")
+        raise _no_article(page)
     from core.graph.store import MAX_DESCRIPTION, MAX_TITLE
 
-    if not title:
-        title = page.final_url
     return Extracted(
-        title=title[:MAX_TITLE].strip(),
+        title=(title or page.final_url)[:MAX_TITLE].strip(),
         text=text,
         description=_clean(doc.description)[:MAX_DESCRIPTION],
         author=_clean(doc.author) or None,
-        site=_clean(doc.sitename) or _clean(doc.hostname) or None,
-        date=real_date(doc.date),
+        site=site,
+        date=date,
     )
+
+
+# The share of the judged text's words the structured text must hold, or the judged text is kept instead.
+MIN_STRUCTURED_RECALL = 0.9
+
+
+def structured_text(root, judged: str) -> str:
+    """The page's main region as markdown (its structure kept), or `judged` (trafilatura's text) when
+    the region misses more than a tenth of what trafilatura judged to be the article."""
+    from collections import Counter
+
+    from core.capture import html_markdown
+
+    text = html_markdown.to_markdown(html_markdown.main_region(root, judged))
+    want, got = Counter(html_markdown.markdown_words(judged)), Counter(html_markdown.markdown_words(text))
+    kept = sum((want & got).values()) / max(sum(want.values()), 1)
+    return text if kept >= MIN_STRUCTURED_RECALL else judged
+
+
+def _without_title_line(text: str, title: str) -> str:
+    """`text` without its first line when that line is the title (the page's own h1 repeats it)."""
+    lines = text.splitlines()
+    if lines and title and lines[0].lstrip("# ").strip() == title:
+        return "\n".join(lines[1:]).strip()
+    return text
+
+
+def _no_article(page: Page) -> CaptureError:
+    return CaptureError("empty", f"Found no article text on {page.final_url}: the page may be built by "
+                                 "JavaScript, or hold only navigation. Nothing was saved.")
 
 
 def _clean(value: Any) -> str:
