@@ -8,6 +8,8 @@ and a `context` JSON, chunks; dimensions in node metadata) and its older one (no
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -559,3 +561,101 @@ def test_an_rfc_2822_date_is_converted_and_an_ambiguous_one_kept_raw():
     assert event_date("25 Nov 2024 23:30:00 -0500") == ("2024-11-25", "converted")  # its own day, not UTC's
     assert event_date("Tue, 31 Nov 2024 10:00:00 GMT") == (None, "unreadable")  # no such day
     assert event_date("03/04/2024") == (None, "unreadable")  # March 4 or 3 April: not guessed
+
+
+def _splitter_rows(text: str) -> list[str]:
+    """Pieces as RA-H's chunking (LangChain's RecursiveCharacterTextSplitter, separator kept at the start of
+    the next piece, each piece trimmed) leaves them where no overlap fits: the whitespace between pieces is
+    gone, so no join gives the text back verbatim."""
+    parts = re.split(r"(?=\. )|(?=\n)", text)
+    rows, current = [], ""
+    for part in parts:
+        if len(current) + len(part) > 300 and current:
+            rows.append(current.strip())
+            current = ""
+        current += part
+    rows.append(current.strip())
+    return [r for r in rows if r]
+
+
+def _raha_lifecycle(tmp_path: Path) -> dict[str, Path]:
+    """One RA-H database as December 2025 wrote it, then as RA-H's February code (content renamed notes) and
+    its May code (source added and filled from notes before chunk) left it; hand-written SQL in the shapes
+    bench/raha_real.py measured on files RA-H's own code made and migrated."""
+    page = "\n".join(f"Line {i} says the page goes on. It holds a claim. And a second one, longer." for i in range(40))
+    excerpt = "A short excerpt the user clipped."
+    own_notes = "The user's own notes on the excerpt, longer than it: " + "a thought. " * 40
+    dec = tmp_path / "dec.sqlite"
+    c = sqlite3.connect(dec)
+    c.executescript("""
+        CREATE TABLE nodes (id INTEGER PRIMARY KEY, title TEXT, description TEXT, content TEXT, link TEXT,
+            type TEXT, created_at TEXT, updated_at TEXT, metadata TEXT, chunk TEXT, embedding BLOB,
+            embedding_updated_at TEXT, embedding_text TEXT, chunk_status TEXT DEFAULT 'not_chunked');
+        CREATE TABLE chunks (id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL, chunk_idx INTEGER, text TEXT,
+            created_at TEXT, embedding_type TEXT, metadata TEXT);
+        CREATE TABLE edges (id INTEGER PRIMARY KEY, from_node_id INTEGER NOT NULL, to_node_id INTEGER NOT NULL,
+            source TEXT, created_at TEXT, context TEXT, user_feedback INTEGER);
+    """)
+    c.executemany("INSERT INTO nodes (id, title, content, link, created_at, updated_at, metadata, chunk, chunk_status)"
+                  " VALUES (?, ?, ?, ?, '2025-12-20T10:00:00.000Z', '2025-12-20T10:00:00.000Z', ?, ?, 'chunked')", [
+                      (1, "A long page", "Website content from example.org", "https://example.org/p",
+                       json.dumps({"published_date": "Mon, 25 Nov 2024 10:00:00 GMT"}), page),
+                      (2, "Clipped excerpt", own_notes, None, "{}", excerpt)])
+    c.executemany("INSERT INTO chunks (node_id, chunk_idx, text) VALUES (?, ?, ?)",
+                  [(1, i, t) for i, t in enumerate(_splitter_rows(page))] + [(2, 0, excerpt)])
+    c.commit()
+    c.close()
+    feb, may, may_from_dec = (tmp_path / f"{n}.sqlite" for n in ("feb", "may", "may_from_dec"))
+    shutil.copy(dec, feb)
+    with sqlite3.connect(feb) as c:
+        c.executescript("""
+            ALTER TABLE nodes RENAME COLUMN content TO notes;
+            ALTER TABLE nodes ADD COLUMN event_date TEXT;
+            UPDATE nodes SET event_date = json_extract(metadata, '$.published_date')
+             WHERE json_extract(metadata, '$.published_date') IS NOT NULL;
+        """)
+    for src, dest, summary in ((feb, may, "notes"), (dec, may_from_dec, "content")):
+        shutil.copy(src, dest)
+        with sqlite3.connect(dest) as c:
+            c.executescript(f"""
+                ALTER TABLE nodes ADD COLUMN source TEXT;
+                UPDATE nodes SET source = {summary}, chunk_status = 'not_chunked'
+                 WHERE (source IS NULL OR LENGTH(TRIM(source)) = 0) AND LENGTH(TRIM({summary})) > 0;
+                UPDATE nodes SET source = chunk WHERE (source IS NULL OR LENGTH(TRIM(source)) = 0)
+                   AND LENGTH(TRIM(chunk)) > 0;
+            """)
+    return {"dec": dec, "feb": feb, "may": may, "may_from_dec": may_from_dec, "page": page, "excerpt": excerpt,
+            "own_notes": own_notes}
+
+
+def test_raha_upgrades_by_its_own_code_come_in_alike_and_whole(tmp_path):
+    """Issue 24, measured on files RA-H's own code made and migrated (bench/raha_real.py): (1) the chunks
+    rows lose the whitespace between pieces, so their join is a few characters longer than `chunk` without
+    holding one more word: the verbatim `chunk` is the text, not the join; (2) May's migration copies
+    `notes` into `source` even where the notes are longer than `chunk` (an excerpt with long notes): the
+    excerpt stays the text, the notes a Summary section, nothing dropped and the node named; (3) February's
+    `notes` is December's `content` renamed: the summary becomes the description there too. The same RA-H
+    node comes in identically from all four files."""
+    from core.graph.store import Store
+
+    files = _raha_lifecycle(tmp_path)
+    rows = _splitter_rows(files["page"])
+    assert len("\n\n".join(rows)) != len(files["page"])  # the shape: no join of the rows is verbatim
+    got, reports = {}, {}
+    for era in ("dec", "feb", "may", "may_from_dec"):
+        store = Store(tmp_path / f"cairn-{era}.db")
+        try:
+            reports[era] = import_raha(store, files[era])
+            got[era] = {n["title"]: (n["source"], n["description"], n["event_date"]) for n in titles(store).values()}
+        finally:
+            store.close()
+    page, clipped = got["dec"]["A long page"], got["dec"]["Clipped excerpt"]
+    assert page == (files["page"], "Website content from example.org", "2024-11-25")
+    assert clipped[0] == f"{files['excerpt']}\n\n## Summary\n\n{files['own_notes'].strip()}\n" and clipped[1] == ""
+    for era in ("feb", "may", "may_from_dec"):
+        assert got[era] == got["dec"], era
+    for era in ("may", "may_from_dec"):
+        warned = dict(reports[era].warnings)
+        assert "`chunk`" in warned["node 1"] and "the description" in warned["node 1"]
+        assert f"`source` held {len(files['own_notes'].strip()):,} characters" in warned["node 2"] and "a Summary section" in warned["node 2"]
+    assert not [w for w in reports["dec"].warnings + reports["feb"].warnings if "`source`" in w[1]]

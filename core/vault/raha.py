@@ -3,12 +3,14 @@
 RA-H OS changed its schema many times; every shape below is read (the eras are reproduced by the
 fixture builders in tests/raha_eras.py):
 
-* Nodes. Text is `source` (2026); older files keep the full text in `chunk` and a consolidated summary
-  in `content` (December 2025), and February 2026 renamed `content` to `notes`. The source is `source`,
-  else `chunk`, else `content`, else `notes`. A `content` that is a summary of a longer text (shorter
-  than it, not already in it, and within the description limit) becomes the description when the node
-  has none; otherwise it is kept as a "## Summary" section of the source, so nothing is lost. `notes`
-  is appended as a "## Notes" section unless the source already holds it.
+* Nodes. Text is `source` (from March 2026); older files keep the full text in `chunk` and a consolidated
+  summary in `content` (December 2025), which February 2026 renamed `notes`; every node also has its
+  text split into `chunks` rows. The text is the longest faithful one among `source`, `chunk` and the
+  rows (a `source` that only repeats `content`/`notes`, as RA-H's own May 2026 migration leaves it, is
+  the summary); `content`, and `notes` where the file still has `chunk`, is the summary: the description
+  when shorter and the node has none, else a "## Summary" section; a later file's `notes` is appended as
+  "## Notes". Nothing the file holds is dropped; see _node_text. bench/raha_real.py measures this on
+  files RA-H's own code made and migrated.
 * Type. The `type` column (until February 2026), else `metadata.type`; `memory` stays `memory`, so
   memory never counts as a hub.
 * Event dates. The `event_date` column (February 2026 on), else `metadata.published_date` or
@@ -320,7 +322,8 @@ class RahaReport:
     text_from_content: int = 0  # no source nor chunk: `content` (or `notes`) is the text
     description_from_content: int = 0  # `content` was a summary: it became the description
     summary_appended: int = 0  # `content` kept as a "## Summary" section of the source
-    text_longer_than_source: int = 0  # `chunk` or the `chunks` rows held more than `source` (RA-H's own upgrade)
+    text_longer_than_source: int = 0  # the text is not `source`: `chunk` or the `chunks` rows held more, or `source`
+    # repeated the summary (RA-H's own upgrade); each such node is named under warnings
     type_from_metadata: int = 0  # no type column: metadata.type
     memory: int = 0  # nodes of type memory (never hubs)
     private: int = 0  # RA-H's is_private nodes: given the dimension `private` (PRIVATE_DIMENSION)
@@ -438,60 +441,95 @@ def _joined_chunks(texts: list[str]) -> str:
     return out
 
 
+def _bare(text: str) -> str:
+    """The text without its whitespace: how texts are compared (RA-H's chunks rows lose the whitespace
+    between pieces, which joining them cannot restore)."""
+    return "".join(text.split())
+
+
 def _node_text(row, cols: set[str], report: RahaReport, chunk_rows: str = "") -> tuple[str, str, dict]:
     """(source, description, counters) from whichever text columns this era of RA-H has.
 
     The text is the longest faithful one among `source`, `chunk` and the node's `chunks` rows: RA-H's own
-    February and May 2026 migrations filled the new `source` with the old summary (`content`) while the
-    full text stayed in `chunk` and the `chunks` rows, so a node of a file RA-H upgraded itself has a
-    24-character `source` beside a 10,829-character `chunk` (issue 24). A shorter `source` that is not
-    part of the chosen text is the summary: the description when the node has none and it fits, else a
-    "## Summary" section. Each node whose columns disagree is named in the report's warnings."""
+    2026 migrations (the SQLiteClient of March to May 2026) filled the new `source` from the old summary
+    (`content`, or `notes` once February renamed it) before `chunk`, so a node of a file RA-H upgraded
+    itself has a 32-character `source` beside a 10,904-character `chunk` (issue 24; bench/raha_real.py
+    builds such files with RA-H's own code). Such a `source`, a copy of `content`/`notes` beside a
+    `chunk` or `chunks` rows that say something else, is that summary, not the text. The `chunks` rows
+    (RA-H's splitter: overlapping pieces, whitespace trimmed at their ends) count only where they hold
+    words no column has: joining them cannot restore the whitespace between pieces, so a column with
+    the same words is the faithful text. A text the chosen one does not hold is kept as a section
+    ("## RA-H chunk", "## RA-H source", "## RA-H chunks").
+
+    `content` (and `notes` in a file that still has `chunk`, where it is `content` renamed) is the
+    summary: the description when the node has none and it is shorter than the text and fits, else a
+    "## Summary" section, unless the text already holds it; so the same node comes in alike from the
+    December file and from the files RA-H's February and May code upgraded. In a file without `chunk`
+    (RA-H from March 2026), `notes` is the user's notes: a "## Notes" section. Each node whose text
+    columns disagree is named in the report's warnings."""
     def col(name: str) -> str:
         return _text(row[name]) if name in cols else ""
 
     counts = {"text_from_chunk": 0, "text_from_content": 0, "description_from_content": 0, "summary_appended": 0,
               "text_longer_than_source": 0}
-    source, content, notes = col("source"), col("content"), col("notes")
+    source, chunk, content, notes = col("source"), col("chunk"), col("content"), col("notes")
     description = col("description")
-    used_content = used_notes = False
-    if not source.strip() and col("chunk").strip():
-        source = col("chunk")
+    flat = {name: _bare(value) for name, value in
+            (("source", source), ("chunk", chunk), ("content", content), ("notes", notes))}
+    rows = chunk_rows if chunk_rows.strip() and not any(
+        _bare(chunk_rows) in value for value in flat.values() if value) else ""
+    copy_of = next((name for name in ("content", "notes") if flat["source"] and flat["source"] == flat[name]), None)
+    if copy_of and not any(value and value != flat["source"] for value in (flat["chunk"], _bare(rows))):
+        copy_of = None  # nothing else holds a text: source is the text
+    candidates = [(name, value) for name, value in (("source", "" if copy_of else source), ("chunk", chunk),
+                                                    ("chunks", rows)) if value.strip()]
+    name, text = max(candidates, key=lambda c: len(_bare(c[1]))) if candidates else ("", "")
+    notes_is_summary = "chunk" in cols  # `content` renamed (February 2026), not yet the user's own notes
+    source_held = bool(source.strip()) and _bare(source) in _bare(text)
+    disagree: list[str] = []
+    for other, value in candidates:
+        if other == name or _bare(value) in _bare(text):
+            continue
+        text = f"{text.rstrip()}\n\n## RA-H {other}\n\n{value.strip()}\n"
+        disagree.append(f"`{other}` ({len(value.strip()):,} characters) is kept as a section \"RA-H {other}\"")
+    if name == "chunk":
         counts["text_from_chunk"] = 1
-    longer = max((("chunk", col("chunk")), ("chunks", chunk_rows)), key=lambda t: len(t[1].strip()))
-    if source.strip() and len(longer[1].strip()) > len(source.strip()):
-        short, source = source.strip(), longer[1]
-        counts["text_from_chunk" if longer[0] == "chunk" else "text_longer_than_source"] = 1
+    if source.strip() and name != "source":
         counts["text_longer_than_source"] = 1
-        kept = "part of it"
-        if short not in source and short != description.strip() and short != content.strip():
-            if not description.strip() and len(short) <= MAX_DESCRIPTION:
-                description, kept = short, "the description"
-            else:
-                source, kept = f"{source.rstrip()}\n\n## Summary\n\n{short}\n", "a Summary section"
-        elif short == content.strip() or short == description.strip():
-            kept = "the summary it repeats"
-        report.warnings.append((f"node {row['id']}", f"`source` held {len(short):,} characters and "
-                                f"`{'chunk' if longer[0] == 'chunk' else 'chunks'}` {len(longer[1].strip()):,}: the "
-                                f"text is the longer one; the shorter is kept as {kept}"))
-    if not source.strip() and content.strip():
-        source, used_content = content, True
-        counts["text_from_content"] = 1
-    if not source.strip() and notes.strip():
-        source, used_notes = notes, True
-        counts["text_from_content"] = 1
-    summary = content.strip()
-    if summary and not used_content and summary not in source and summary != description.strip():
-        if not description.strip() and len(summary) <= MAX_DESCRIPTION and len(summary) < len(source.strip()):
-            description = summary
+    used = None
+    if not text.strip():
+        for label, value in (("content", content), ("notes", notes)):
+            if value.strip():
+                text, used = value, label
+                counts["text_from_content"] = 1
+                break
+    kept: dict[str, str] = {}
+    for label, heading, value in (("content", "Summary", content), ("notes", "Notes", notes)):
+        value = value.strip()
+        if not value or label == used or value == description.strip() or _bare(value) in _bare(text):
+            kept[label] = "the description" if value and value == description.strip() else "part of the text"
+            continue
+        summary = label == "content" or notes_is_summary
+        if summary and not description.strip() and len(value) <= MAX_DESCRIPTION and len(value) < len(text.strip()):
+            description, kept[label] = value, "the description"
             counts["description_from_content"] = 1
-        else:  # not a summary of this text (or the node has a description): keep it in the text
-            source = f"{source.rstrip()}\n\n## Summary\n\n{summary}\n" if source.strip() else summary
-            counts["summary_appended"] = 1
-    extra = notes.strip()
-    if extra and not used_notes and extra not in source and extra != description.strip():
-        source = f"{source.rstrip()}\n\n## Notes\n\n{extra}\n" if source.strip() else extra
-    return source, description, counts
+        else:
+            heading = "Summary" if summary else heading  # notes that are content renamed: one heading
+            text = f"{text.rstrip()}\n\n## {heading}\n\n{value}\n" if text.strip() else value
+            kept[label] = f"a {heading} section"
+            counts["summary_appended"] = int(label == "content" or counts["summary_appended"])
+    if source.strip() and name != "source":
+        chosen = rows if name == "chunks" else col(name)
+        head = (f"`source` held {len(source.strip()):,} characters and `{name}` {len(chosen.strip()):,}: "
+                f"the text is `{name}`")
+        if copy_of:
+            head += f"; `source` repeats `{copy_of}` (RA-H's migration), kept as {kept.get(copy_of, 'part of the text')}"
+        elif source_held:
+            head += ", which holds `source`"
+        disagree.insert(0, head)
+    if disagree:
+        report.warnings.append((f"node {row['id']}", "; ".join(disagree)))
+    return text, description, counts
 
 
 def _node_fields(row, cols: set[str], dims: dict[str, dict[str, list[str]]], report: RahaReport,
