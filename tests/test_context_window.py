@@ -117,7 +117,7 @@ def test_a_message_too_long_alone_is_refused_and_nothing_is_sent(store, searcher
     chat = new_chat(store, local_provider(local), searcher, agent="easy")
     with pytest.raises(TooLong) as err:
         send(chat, words(20_000, "long"))
-    assert str(err.value).startswith(f"Your message is about 5,000 tokens; {chat.provider.model} takes at most 3,072 with "
+    assert str(err.value).startswith(f"Your message alone is about 5,000 tokens; {chat.provider.model} takes at most 3,072 with "
                                      "room for the reply."), str(err.value)
     assert local.requests == []  # the fake's request count did not move
     assert chat.repo.rows(chat.id) == []  # and the message is not stored
@@ -166,7 +166,7 @@ def test_cairn_ask_refuses_a_too_long_message_with_the_sizes_and_sends_nothing(a
     run, env = ask
     rc, out, err = run(words(20_000, "long"))
     assert rc != 0
-    assert f"Your message is about 5,000 tokens; {MODEL} takes at most 3,072 with room for the reply." in err, err
+    assert f"Your message alone is about 5,000 tokens; {MODEL} takes at most 3,072 with room for the reply." in err, err
     assert local.requests == []
     with Store(Path(env["CAIRN_HOME"]) / "cairn.db", readonly=True) as store:  # and no empty chat is left
         assert store.db.execute("SELECT COUNT(*) FROM chats").fetchone()[0] == 0
@@ -259,7 +259,7 @@ def test_the_preview_says_what_the_window_policy_would_do(store, searcher, local
     assert fits.line.startswith(f"context window: ~{fits.size:,} of 3,072 tokens (the model's 4,096")
     long = words(20_000, "long")
     refused = next_request(store, cfg, provider, long, searcher=searcher).window(long)
-    assert refused.refusal.startswith("Your message is about 5,000 tokens") and "would not be sent" in refused.line
+    assert refused.refusal.startswith("Your message alone is about 5,000 tokens") and "would not be sent" in refused.line
     chat = new_chat(store, provider, searcher, agent="easy")
     for i in range(10):
         chat._insert("user", [{"type": "text", "text": f"Question {i}: " + words(600, f"q{i}x")}])

@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 from core.agent import profiles
 from core.agent.egress import Egress
-from core.chat import citations, fence, model_reply, usage_log
+from core.chat import citations, cut_off, fence, model_reply, usage_log
 from core.chat.turn_budget import TurnBudget
 from core.chat.cost import SpendGuard
 from core.chat import request as chat_request
@@ -84,6 +84,7 @@ class _Step:
     calls: list = field(default_factory=list)
     stop: str = ""
     error: ProviderError | None = None
+    usage: Usage = field(default_factory=Usage)  # this request's own
     read: set[int] = field(default_factory=set)  # nodes whose text its tool results hold
     raw_sql: bool = False  # whether they hold a raw SQL query's rows
 
@@ -159,14 +160,14 @@ def _answered_only(messages: list[dict]) -> list[dict]:
     return out
 
 
-def _older(history_rows: list) -> list:
-    """The rows the rolling summary folds: all before the 4th-last user message that carries text
-    (tool pairs stay together); empty when there are not more exchanges than are kept."""
+def _older(history_rows: list, keep: int = SUMMARY_KEEP_EXCHANGES) -> list:
+    """The rows the rolling summary folds: all before the `keep`-th last user message that carries text
+    (tool pairs stay together; keep 0: all of them); empty when there are not more exchanges than are kept."""
     starts = [i for i, r in enumerate(history_rows)
               if r["role"] == "user" and any(b.get("type") == "text" for b in json.loads(r["content"]))]
-    if len(starts) <= SUMMARY_KEEP_EXCHANGES:
+    if len(starts) <= keep or not history_rows:
         return []
-    return history_rows[:starts[-SUMMARY_KEEP_EXCHANGES]]
+    return history_rows[:starts[-keep]] if keep else list(history_rows)
 
 
 class Chat:
@@ -352,7 +353,9 @@ class Chat:
         request, notices, summary = self._prepare(message, cancel)  # history repaired, summarised, fitted to the window
         reply = self.last_reply = Reply()
         ctx = self._tool_context(scope, cancel)
-        runner = ToolRunner(ctx, self.agent.tools if self.provider.supports_tools else ())
+        sent_tools = {t["name"] for t in request.snapshot.tools}  # the window policy may have left some out
+        runner = ToolRunner(ctx, tuple(t for t in self.agent.tools if t in sent_tools)
+                            if self.provider.supports_tools else ())
         user_id = self._store_user_message(message, request, replacing, summary, reply)
         for notice in notices:
             yield StreamEvent("notice", text=notice)
@@ -373,9 +376,13 @@ class Chat:
             usage_log.log_turn(self.store, chat_id=self.id, message_id=user_id, provider=self.provider.name,
                                model=self.provider.model, node_ids=request.node_ids + sorted(ctx.touched))
             step = _Step()
-            yield from self._stream_step(Turn(request, loop, self.chat_key), step, reply, calibration, cancel)
+            turn = window.with_reply_room(self.provider, Turn(request, loop, self.chat_key), calibration)
+            yield from self._stream_step(turn, step, reply, calibration, cancel)
             step_text = step.text
             text_parts.append(step_text)
+            if step.stop == cut_off.STOP and step.error is None:  # the model's limit ended it (core/chat/cut_off.py)
+                step.error = cut_off.cut_off(self.provider.facts, turn.max_tokens, step.usage)
+                yield StreamEvent("error", error=step.error)
             if step.error is not None or step.stop == "cancelled" or not step.calls:
                 reply.status = "complete" if (step.error is None and step.stop != "cancelled") else "incomplete"
                 if step.error is not None:
@@ -443,9 +450,9 @@ class Chat:
         calibration = window.Calibration.from_metadata(self.metadata)
         forced: list = []
 
-        def summarise_to_fit() -> ContextRequest | None:
+        def summarise_to_fit(keep: int) -> ContextRequest | None:
             upto = self.metadata.get("summary_upto", 0)
-            made = self._maybe_summarise(cancel, force=True)
+            made = self._maybe_summarise(cancel, force=True, keep=keep)
             if made is not None:
                 forced.append(made)
             if self.metadata.get("summary_upto", 0) == upto:  # nothing summarised (too few exchanges, failed)
@@ -510,6 +517,7 @@ class Chat:
                 step.calls.append(event.tool_call)
             elif event.type == "usage":
                 reply.usage = reply.usage + event.usage
+                step.usage = step.usage + event.usage
                 reported += event.usage.input if event.usage is not None else 0
             elif event.type == "stop":
                 step.stop = event.stop_reason
@@ -788,10 +796,11 @@ class Chat:
             return False
         return bool(_older([r for r in self.repo.rows(self.id) if r["id"] > self.metadata.get("summary_upto", 0)]))
 
-    def _maybe_summarise(self, cancel: threading.Event | None = None, *,
-                         force: bool = False) -> "tuple[int, Usage] | None":
+    def _maybe_summarise(self, cancel: threading.Event | None = None, *, force: bool = False,
+                         keep: int = SUMMARY_KEEP_EXCHANGES) -> "tuple[int, Usage] | None":
         """Fold the older history into the rolling summary when it has grown past the threshold (`force`:
-        whatever its size, for the context-window policy, core/chat/window.py).
+        whatever its size, for the context-window policy, core/chat/window.py, which may ask to `keep` fewer
+        of the last exchanges, down to none).
         Returns (its sent_log row id, its usage) when a summary request was made (also a failed one or
         one the user stopped: then nothing is summarised). After a stop no summary request is sent."""
         if _stopped(cancel):
@@ -800,7 +809,7 @@ class Chat:
         size = sum(estimate_tokens(r["content"]) for r in history_rows)
         if (size < SUMMARY_THRESHOLD_TOKENS and not force) or self.provider.name == "offline":
             return None
-        old = _older(history_rows)
+        old = _older(history_rows, keep)
         if not old:
             return None
         if self._turn_scope is not None and self._turn_scope.budget.take_request() is not None:

@@ -18,16 +18,25 @@ When the request does not fit, it is shrunk in this order, each step only as far
 1. cap the largest tool results of this turn: the tail of each is replaced by
    "… [cut: N characters to fit the context window]" (largest first, each kept to at least
    `MIN_RESULT_CHARS`);
-2. summarise the older history through the rolling summary (`Chat._maybe_summarise`, forced);
+2. summarise the older history through the rolling summary (`Chat._maybe_summarise`, forced), keeping
+   the last FOLD_KEEPS exchanges in turn (4, then 1, then none: the summary alone carries the chat);
    only before the turn's first request, when the history is what grows;
-3. drop retrieved passages from the suffix, the last (least relevant) first; also only before the
+3. shrink the fixed part, in this order: the skills catalogue, then the tools the agent can do without
+   (first every tool but the read tools, then those too: the retrieved passages still answer), then
+   the background hub lines, the last (least connected) first. Before the first request only; a
+   small local window (2,048 tokens) cannot hold Cairn's ~1,600 tokens of tools and catalogue;
+4. drop retrieved passages from the suffix, the last (least relevant) first; also only before the
    first request (a tool-loop step keeps the passages the model has already read and cited).
 
 A tool-loop step's results are capped before the step is stored, so the next turn's history carries
 them as sent.
 
 Each step that cut something yields one line for the user (a `notice` StreamEvent). If the request
-still does not fit it is refused before anything is sent: `TooLong`, whose message names the sizes.
+still does not fit it is refused before anything is sent: `TooLong`, whose message names the part that
+does not fit (your message alone, or the instructions and core notes beside it).
+
+The reply's room: a request never asks for more reply tokens than the window leaves after its prompt
+(`with_reply_room`), so a local server is not asked for 4,096 tokens of a 2,048-token window.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from core.providers.request import ContextRequest, estimate_tokens
 CUT_MARK = "… [cut: {n:,} characters to fit the context window]"
 MIN_RESULT_CHARS = 400  # a capped tool result keeps at least this much of its head
 LOCAL_REPLY_SHARE = 4  # a local model: keep at most window // 4 for the reply
+FOLD_KEEPS = (4, 1, 0)  # exchanges the forced rolling summary keeps, tried in turn
 
 
 class TooLong(ProviderError):
@@ -98,11 +108,12 @@ def budget(facts: models.ModelFacts, max_tokens: int) -> int:
 
 
 def fit(provider, turn: Turn, calibration: Calibration, *,
-        summarise: Callable[[], ContextRequest | None] | None = None, drop_passages: bool = True,
+        summarise: Callable[[int], ContextRequest | None] | None = None, drop_passages: bool = True,
         message: str = "") -> tuple[Turn, list[str]]:
     """`turn` made to fit the model's window (tool results in `turn.loop` are capped in place), and
-    the lines telling the user what was cut. `summarise` forces the rolling summary and returns the
-    request rebuilt on the shorter history (None: nothing summarised). Raises `TooLong`."""
+    the lines telling the user what was cut. `summarise(keep)` forces the rolling summary, keeping the
+    last `keep` exchanges, and returns the request rebuilt on the shorter history (None: nothing
+    summarised). Raises `TooLong`."""
     facts = provider.facts
     limit = budget(facts, turn.max_tokens)
     notes: list[str] = []
@@ -137,14 +148,24 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
     if capped:
         notes.append(f"Cut {capped} tool result{'s' if capped > 1 else ''} of this turn to fit "
                      f"{facts.model or provider.model}'s context window.")
-    # 2. the older history, into the rolling summary
+    # 2. the older history, into the rolling summary, down to none of it
     if now > limit and summarise is not None:
-        request = summarise()
-        if request is not None:
-            turn = replace(turn, request=request)
-            now = size(turn)
-            notes.append("Summarised the older conversation to fit the context window.")
-    # 3. retrieved passages, the last first
+        for keep in FOLD_KEEPS:
+            request = summarise(keep)
+            if request is not None:
+                turn = replace(turn, request=request)
+                now = size(turn)
+                notes.append("Summarised the older conversation to fit the context window." if keep else
+                             "Summarised the whole conversation so far to fit the context window.")
+            if now <= limit:
+                break
+    # 3. the fixed part: skills catalogue, tools, hub lines
+    if now > limit and drop_passages:
+        turn, now, dropped = _shrink_fixed_part(turn, now, limit, size)
+        if dropped:
+            notes.append(f"Left out {', '.join(dropped)} to fit {facts.model or provider.model}'s "
+                         f"{facts.context_window:,}-token context window.")
+    # 4. retrieved passages, the last first
     if now > limit and drop_passages and turn.request.suffix.passages:
         dropped_passages = 0
         while now > limit and turn.request.suffix.passages:
@@ -156,6 +177,46 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
     if now > limit:
         raise TooLong(_refusal(provider, turn, calibration, limit, message))
     return turn, notes
+
+
+def with_reply_room(provider, turn: Turn, calibration: Calibration) -> Turn:
+    """`turn` asking for no more reply tokens than the window leaves after its prompt (a local server
+    asked for 4,096 of a 2,048-token window would stop where the window ends, mid-sentence)."""
+    room = provider.facts.context_window - round(raw_estimate(provider, turn) * calibration.ratio)
+    return replace(turn, max_tokens=max(1, room)) if turn.max_tokens > room else turn
+
+
+def _shrink_fixed_part(turn: Turn, now: int, limit: int, size: Callable[[Turn], int]) -> tuple[Turn, int, list[str]]:
+    """Step 3: the skills catalogue, then the tools (all but the read tools, then those), then the hub
+    lines from the last, until the request fits; what was left out, in words."""
+    from core.agent.profiles import READ_TOOLS
+
+    dropped: list[str] = []
+
+    def snap(**changes) -> Turn:
+        return replace(turn, request=replace(turn.request, snapshot=replace(turn.request.snapshot, **changes)))
+
+    if now > limit and turn.request.snapshot.skills:
+        turn = snap(skills="")
+        now = size(turn)
+        dropped.append("the skills catalogue")
+    tools = turn.request.snapshot.tools
+    for keep in ([t for t in tools if t["name"] in READ_TOOLS], []):
+        if now > limit and len(keep) < len(turn.request.snapshot.tools):
+            gone = len(turn.request.snapshot.tools) - len(keep)
+            turn = snap(tools=keep)
+            now = size(turn)
+            dropped.append(f"{gone} tool{'s' if gone > 1 else ''}" + (" (the read tools stay)" if keep else ""))
+    lines = turn.request.snapshot.background.splitlines()
+    hubs = 0
+    while now > limit and len(lines) > 1:  # the first line is the section's heading
+        lines.pop()
+        hubs += 1
+        turn = snap(background="\n".join(lines) if len(lines) > 1 else "")
+        now = size(turn)
+    if hubs:
+        dropped.append(f"{hubs} background hub line{'s' if hubs > 1 else ''}")
+    return turn, now, dropped
 
 
 @dataclass(frozen=True)
@@ -250,12 +311,22 @@ def _without_last(suffix):
 
 
 def _refusal(provider, turn: Turn, calibration: Calibration, limit: int, message: str) -> str:
+    """Why the request was not sent, naming the part that does not fit: the message alone, else the
+    instructions and core notes (which nothing cuts) beside it, else the whole."""
     model = provider.facts.model or provider.model
+    ratio = calibration.ratio
+    snap = turn.request.snapshot
+    fixed = round(estimate_tokens(f"{snap.system}\n{snap.core_notes}") * ratio)
     if message:
-        alone = round(estimate_tokens(message) * calibration.ratio)
-        return (f"Your message is about {alone:,} tokens; {model} takes at most {limit:,} with room for the "
-                "reply. Shorten it or split it into parts; nothing was sent.")
-    total = round(raw_estimate(provider, turn) * calibration.ratio)
+        alone = round(estimate_tokens(message) * ratio)
+        if alone + fixed > limit:
+            if alone >= limit - fixed // 2:  # the message is what does not fit
+                return (f"Your message alone is about {alone:,} tokens; {model} takes at most {limit:,} with room "
+                        "for the reply. Shorten it or split it into parts; nothing was sent.")
+            return (f"Cairn's instructions and your core notes take about {fixed:,} tokens and your message "
+                    f"about {alone:,}; {model} takes at most {limit:,} with room for the reply. Unpin core notes "
+                    "or use a model with a larger window; nothing was sent.")
+    total = round(raw_estimate(provider, turn) * ratio)
     return (f"This request would be about {total:,} tokens even after cutting tool results, the older "
-            f"conversation and the retrieved passages; {model} takes at most {limit:,} with room for the "
-            "reply. Nothing was sent.")
+            f"conversation, the skills, tools and hubs and the retrieved passages; {model} takes at most "
+            f"{limit:,} with room for the reply. Nothing was sent.")
