@@ -140,8 +140,8 @@ def cmd_import(args, out: Out) -> int:
                 out.text(f"RA-H OS database {report.path}: {report.nodes:,} nodes: ", (f"{report.created:,} created", "green"),
                          f", {report.updated:,} updated, {report.unchanged:,} unchanged, {len(report.skipped):,} skipped"
                          f" ({report.seconds:.1f} s).")
-                out.text(f"  Nodes: full text from the older chunk column {n['text_from_chunk']:,} (where `source` held "
-                         f"less: {n['text_longer_than_source']:,}, named under Warnings), content as the text "
+                out.text(f"  Nodes: full text from the older chunk column {n['text_from_chunk']:,} (not `source`, which held "
+                         f"less or only the summary: {n['text_longer_than_source']:,}, named under Warnings), content as the text "
                          f"{n['text_from_content']:,}, summary as the description {n['description_from_content']:,}, "
                          f"summary kept in the text {n['summary_appended']:,}; type from metadata "
                          f"{n['type_from_metadata']:,}; memory {n['memory']:,} (never hubs).", style="dim")
