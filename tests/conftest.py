@@ -24,9 +24,11 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     from core.graph import history
-    from core.providers import local_window
+    from core.providers import local_server, local_window
 
     local_window._seen.clear()  # a port a closed fake used may come back with another window
+    local_server._seen.clear()  # ... with another model, or tokenizer
+    local_server._counted.clear()
     history.set_process_actor("you")  # the CLI's main() and the app set it for the whole process
     yield
 

@@ -101,6 +101,12 @@ class FakeNative:
         self.server.server_close()
 
     @property
+    def window_paths(self) -> list[str]:
+        """The requests for the window; the others a provider sends a local server (its model list,
+        Ollama's /api/show, llama.cpp's /tokenize: core/providers/local_server.py) left out."""
+        return [p for p in self.paths if p not in ("/v1/models", "/api/show", "/tokenize")]
+
+    @property
     def base_url(self) -> str:  # what chat.base_url holds for a local server
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
@@ -134,7 +140,7 @@ def test_llama_cpp_reports_its_window_on_props():
         facts = provider(srv).facts
     assert facts.provider == "local" and facts.context_window == 8192
     assert facts.window_source == "server (llama.cpp /props)" and facts.assumed == ""
-    assert srv.paths == ["/props"]  # the first that answers wins
+    assert srv.window_paths == ["/props"]  # the first that answers wins
 
 
 def test_ollama_reports_a_loaded_models_window_on_api_ps():
@@ -144,7 +150,7 @@ def test_ollama_reports_a_loaded_models_window_on_api_ps():
         tagged = provider(srv, "qwen2.5:7b").facts
     assert facts.context_window == 16384 and facts.window_source == "server (Ollama /api/ps)"
     assert tagged.context_window == 32768
-    assert srv.paths[:2] == ["/props", "/api/ps"]  # llama.cpp's endpoint 404s first
+    assert srv.window_paths[:2] == ["/props", "/api/ps"]  # llama.cpp's endpoint 404s first
 
 
 def test_lm_studio_reports_the_loaded_window_never_the_maximum():
@@ -153,7 +159,7 @@ def test_lm_studio_reports_the_loaded_window_never_the_maximum():
         facts = provider(srv, model_id).facts
     assert facts.context_window == 12000  # loaded_context_length, not max_context_length
     assert facts.window_source == "server (LM Studio /api/v0/models)" and facts.assumed == ""
-    assert srv.paths == ["/props", "/api/ps", f"/api/v0/models/{model_id}"]
+    assert srv.window_paths == ["/props", "/api/ps", f"/api/v0/models/{model_id}"]
 
 
 def test_lm_studio_model_not_loaded_has_no_window_and_its_id_is_quoted():
@@ -161,7 +167,7 @@ def test_lm_studio_model_not_loaded_has_no_window_and_its_id_is_quoted():
     quoted = "/api/v0/models/lmstudio-community%2Fqwen%202.5"
     with FakeNative({quoted: (200, lm_studio_model(model_id, loaded=None, maximum=32768))}) as srv:
         facts = provider(srv, model_id).facts
-    assert srv.paths[-1] == quoted
+    assert srv.window_paths[-1] == quoted
     assert facts.context_window == models.LOCAL_CONTEXT_WINDOW and facts.window_source == models.WINDOW_ASSUMED
 
 
@@ -172,7 +178,7 @@ def test_the_config_beats_the_server_and_nothing_is_asked():
     with FakeNative({"/props": (200, LLAMA_CPP_PROPS)}) as srv:
         facts = provider(srv, local_window=32768).facts
     assert facts.context_window == 32768 and facts.window_source == "config (chat.local_context_window)"
-    assert facts.assumed == "" and srv.paths == []
+    assert facts.assumed == "" and srv.window_paths == []
 
 
 def test_a_server_that_is_down_leaves_the_assumed_window_and_says_so():
@@ -191,7 +197,7 @@ def test_bad_json_and_404_move_on_to_the_next_endpoint():
               f"/api/v0/models/{model_id}": (200, lm_studio_model(model_id, loaded=6144))}
     with FakeNative(routes) as srv:
         facts = provider(srv, model_id).facts
-    assert facts.context_window == 6144 and srv.paths == ["/props", "/api/ps", f"/api/v0/models/{model_id}"]
+    assert facts.context_window == 6144 and srv.window_paths == ["/props", "/api/ps", f"/api/v0/models/{model_id}"]
 
 
 @pytest.mark.parametrize("n_ctx", [0, -1, "8192", 8192.0, True, None])
@@ -206,7 +212,7 @@ def test_a_status_other_than_200_is_no_answer():
     with FakeNative({"/props": (503, {"error": {"message": "Loading model"}}),  # llama.cpp while loading
                      "/api/ps": (204, b"")}) as srv:
         assert local_window.probe(srv.base_url, MODEL) is None
-    assert srv.paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}"]
+    assert srv.window_paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}"]
 
 
 def test_a_silent_endpoint_is_given_up_after_the_timeout():
@@ -233,7 +239,7 @@ def test_many_facts_reads_ask_the_server_once():
     with FakeNative({"/props": (200, LLAMA_CPP_PROPS)}) as srv:
         p = provider(srv)
         assert all(p.facts.context_window == 8192 for _ in range(50))
-    assert srv.paths == ["/props"]
+    assert srv.window_paths == ["/props"]
 
 
 def test_a_server_that_does_not_say_is_asked_again_only_after_30_seconds():
@@ -241,28 +247,28 @@ def test_a_server_that_does_not_say_is_asked_again_only_after_30_seconds():
     with FakeNative({"/api/ps": (200, ollama_ps())}) as srv:  # Ollama up, the model not loaded yet
         p = provider(srv, clock=clock)
         assert p.facts.window_source == "assumed" and p.facts.context_window == 4096
-        assert [p.facts for _ in range(20)] and len(srv.paths) == 3  # one round of three endpoints
+        assert [p.facts for _ in range(20)] and len(srv.window_paths) == 3  # one round of three endpoints
         # the first request loads the model; Ollama lists it with the window it allocated
         srv.routes["/api/ps"] = (200, ollama_ps((f"{MODEL}:latest", 8192)))
         clock.now += PROBE_RETRY_SECONDS - 1
-        assert p.facts.context_window == 4096 and len(srv.paths) == 3  # not yet
+        assert p.facts.context_window == 4096 and len(srv.window_paths) == 3  # not yet
         clock.now += 2
         facts = p.facts
         assert facts.context_window == 8192 and facts.window_source == "server (Ollama /api/ps)"
         assert facts.assumed == ""
         clock.now += KEEP_ANSWER_SECONDS - 1
         assert p.facts.context_window == 8192  # a positive answer is kept …
-        assert srv.paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}", "/props", "/api/ps"]
+        assert srv.window_paths == ["/props", "/api/ps", f"/api/v0/models/{MODEL}", "/props", "/api/ps"]
         clock.now += 2
         assert p.facts.context_window == 8192  # … and asked again after KEEP_ANSWER_SECONDS (a restart)
-    assert srv.paths[5:] == ["/props", "/api/ps"]
+    assert srv.window_paths[5:] == ["/props", "/api/ps"]
 
 
 def test_every_provider_object_shares_one_answer():
     """The Context viewer makes a provider per refresh: they share the process's answer."""
     with FakeNative({"/props": (200, LLAMA_CPP_PROPS)}) as srv:
         assert all(provider(srv).facts.context_window == 8192 for _ in range(20))
-    assert srv.paths == ["/props"]
+    assert srv.window_paths == ["/props"]
 
 
 def test_a_copy_on_another_model_asks_for_its_own_window():
@@ -293,7 +299,7 @@ def test_a_loopback_server_marked_remote_is_not_probed():
         p = provider(srv)
         p.remote = True  # as tests/chat_support.py does for a fake that plays a remote server
         assert p.facts.provider == "openai"
-    assert srv.paths == []
+    assert srv.window_paths == []
 
 
 # -- the model table's part -----------------------------------------------------------------------

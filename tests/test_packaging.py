@@ -165,16 +165,25 @@ def test_the_installed_cairn_reads_a_pdf_with_its_own_reader_whatever_the_folder
     package, not from a `core/` folder that happens to be in the user's current directory."""
     from pdf_maker import make_pdf
 
-    decoy = installed.work / "core" / "capture"
+    folder = installed.work / "project"  # its own folder: the other tests run from installed.work
+    decoy = folder / "core" / "capture"
     decoy.mkdir(parents=True, exist_ok=True)
     for name in ("../__init__.py", "__init__.py"):
         (decoy / name).write_text("")
     (decoy / "pdfium_pages.py").write_text('print(\'{"pages": [{"text": "decoy"}]}\')\n')
-    pdf = installed.work / "moraines.pdf"
+    pdf = folder / "moraines.pdf"
     pdf.write_bytes(make_pdf(["Moraines\nGlaciers leave moraines of rock where they stop.", "Page two."]))
-    db = str(installed.work / "pdf.db")
-    installed.run(str(_console_script(installed)), "add", "--db", db, str(pdf))
-    shown = json.loads(installed.run(str(_console_script(installed)), "show", "--db", db, "--json", "1").stdout)
+    db = str(folder / "pdf.db")
+    cairn = str(_console_script(installed))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([cairn, *args], cwd=folder, env=installed.env, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+        assert done.returncode == 0, f"{args} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+        return done
+
+    run("add", "--db", db, str(pdf))
+    shown = json.loads(run("show", "--db", db, "--json", "1").stdout)
     assert "Glaciers leave moraines" in shown["source"] and "decoy" not in shown["source"]
     assert shown["metadata"]["capture"]["extractor"].startswith("pypdfium2 ")
 

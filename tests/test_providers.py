@@ -299,8 +299,9 @@ def test_openai_401_is_a_clear_sentence(store, searcher, oai):
     _, turn = a_turn(store, searcher, provider)
     oai.script.add(unauthorized())
     _, _, errors, _ = collect(provider, turn)
-    # a loopback server is a local one: no OpenAI key to check, so the sentence does not name one
-    assert str(errors[0]) == "OpenAI rejected the API key (401 unauthorized)."
+    # a loopback server is a local one, named as such (issue 25 item 5): no OpenAI key to check, so the
+    # sentence does not name one
+    assert str(errors[0]) == f"The local server at 127.0.0.1:{oai.port} rejected the API key (401 unauthorized)."
     provider.remote = True
     oai.script.add(unauthorized())
     _, _, errors, _ = collect(provider, turn)

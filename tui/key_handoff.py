@@ -104,6 +104,10 @@ class KeyHandoff:
     async def _look(self) -> None:
         if not self._holding:
             return
+        if not self.app._screen_stack:  # the app is closing (its screens are gone): nothing to hand on
+            self._holding = False
+            self.held.clear()
+            return
         if self._moved() or time.monotonic() - self._since > HOLD_AT_MOST:
             await self._release()
             return

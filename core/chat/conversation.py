@@ -450,14 +450,14 @@ class Chat:
         calibration = window.Calibration.from_metadata(self.metadata)
         forced: list = []
 
-        def summarise_to_fit(keep: int) -> ContextRequest | None:
+        def summarise_to_fit(keep: int) -> list[dict] | None:
             upto = self.metadata.get("summary_upto", 0)
             made = self._maybe_summarise(cancel, force=True, keep=keep)
             if made is not None:
                 forced.append(made)
             if self.metadata.get("summary_upto", 0) == upto:  # nothing summarised (too few exchanges, failed)
                 return None
-            return replace(request, history=self.history())
+            return self.history()
 
         fitted, notices = window.fit(self.provider, Turn(request, [], self.chat_key), calibration,
                                      summarise=summarise_to_fit, message=message)

@@ -4,7 +4,9 @@ Before each request of a chat turn (the first and each tool-loop step) `Chat.sen
 
 * Size: `estimate_tokens` of the provider's own body (`provider.body(turn)` serialised as JSON: the
   tools, system, history, tool-loop messages and suffix exactly as they would go out), times the
-  chat's correction ratio (below).
+  chat's correction ratio (below); a local llama.cpp counts it with the model's own tokenizer instead
+  (`provider.prompt_tokens`, its POST /tokenize), where the 4-characters-a-token estimate was 2.9x
+  too high for SmolLM2 on a 2,048-token window.
 * Budget: the model's input limit, less room for the reply: the turn's max_tokens capped at the
   model's maximum output (`models.output_cap`). A local server (no maximum output in the table)
   stops a reply where its window ends, so for it the room kept is at most a quarter of the window.
@@ -18,15 +20,17 @@ When the request does not fit, it is shrunk in this order, each step only as far
 1. cap the largest tool results of this turn: the tail of each is replaced by
    "… [cut: N characters to fit the context window]" (largest first, each kept to at least
    `MIN_RESULT_CHARS`);
-2. summarise the older history through the rolling summary (`Chat._maybe_summarise`, forced), keeping
-   the last FOLD_KEEPS exchanges in turn (4, then 1, then none: the summary alone carries the chat);
-   only before the turn's first request, when the history is what grows;
+2. summarise the older history through the rolling summary (`Chat._maybe_summarise`, forced; the
+   last FOLD_KEEPS[0] exchanges stay); only before the turn's first request, when the history is what
+   grows;
 3. shrink the fixed part, in this order: the skills catalogue, then the tools the agent can do without
    (first every tool but the read tools, then those too: the retrieved passages still answer), then
    the background hub lines, the last (least connected) first. Before the first request only; a
    small local window (2,048 tokens) cannot hold Cairn's ~1,600 tokens of tools and catalogue;
 4. drop retrieved passages from the suffix, the last (least relevant) first; also only before the
-   first request (a tool-loop step keeps the passages the model has already read and cited).
+   first request (a tool-loop step keeps the passages the model has already read and cited);
+5. fold the last exchanges too, keeping one, then none (the summary alone carries the chat): a long
+   chat on a small window keeps going, and only a message too long on its own is refused.
 
 A tool-loop step's results are capped before the step is stored, so the next turn's history carries
 them as sent.
@@ -99,6 +103,14 @@ def raw_estimate(provider, turn: Turn) -> int:
     return estimate_tokens(json.dumps(body, ensure_ascii=False, default=str))
 
 
+def size_of(provider, turn: Turn, calibration: Calibration) -> int:
+    """The prompt's tokens: counted by the server where it can (a local llama.cpp's own tokenizer,
+    `prompt_tokens`), else the estimate corrected by the chat's ratio."""
+    counted = getattr(provider, "prompt_tokens", None)
+    counted = counted(turn) if counted is not None else None
+    return counted if counted is not None else round(raw_estimate(provider, turn) * calibration.ratio)
+
+
 def budget(facts: models.ModelFacts, max_tokens: int) -> int:
     """The most prompt tokens a request may carry and still leave room for its reply."""
     reply = models.output_cap(facts, max_tokens)
@@ -108,18 +120,17 @@ def budget(facts: models.ModelFacts, max_tokens: int) -> int:
 
 
 def fit(provider, turn: Turn, calibration: Calibration, *,
-        summarise: Callable[[int], ContextRequest | None] | None = None, drop_passages: bool = True,
+        summarise: Callable[[int], list[dict] | None] | None = None, drop_passages: bool = True,
         message: str = "") -> tuple[Turn, list[str]]:
     """`turn` made to fit the model's window (tool results in `turn.loop` are capped in place), and
     the lines telling the user what was cut. `summarise(keep)` forces the rolling summary, keeping the
-    last `keep` exchanges, and returns the request rebuilt on the shorter history (None: nothing
-    summarised). Raises `TooLong`."""
+    last `keep` exchanges, and returns the shorter history (None: nothing summarised). Raises `TooLong`."""
     facts = provider.facts
     limit = budget(facts, turn.max_tokens)
     notes: list[str] = []
 
     def size(t: Turn) -> int:
-        return round(raw_estimate(provider, t) * calibration.ratio)
+        return size_of(provider, t, calibration)
 
     now = size(turn)
     if now <= limit:
@@ -148,17 +159,9 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
     if capped:
         notes.append(f"Cut {capped} tool result{'s' if capped > 1 else ''} of this turn to fit "
                      f"{facts.model or provider.model}'s context window.")
-    # 2. the older history, into the rolling summary, down to none of it
+    # 2. the older history, into the rolling summary (the last FOLD_KEEPS[0] exchanges stay)
     if now > limit and summarise is not None:
-        for keep in FOLD_KEEPS:
-            request = summarise(keep)
-            if request is not None:
-                turn = replace(turn, request=request)
-                now = size(turn)
-                notes.append("Summarised the older conversation to fit the context window." if keep else
-                             "Summarised the whole conversation so far to fit the context window.")
-            if now <= limit:
-                break
+        turn, now = _fold(turn, now, limit, size, summarise, FOLD_KEEPS[:1], notes)
     # 3. the fixed part: skills catalogue, tools, hub lines
     if now > limit and drop_passages:
         turn, now, dropped = _shrink_fixed_part(turn, now, limit, size)
@@ -174,6 +177,9 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
             now = size(turn)
         notes.append(f"Left out {dropped_passages} retrieved passage{'s' if dropped_passages > 1 else ''} "
                      "to fit the context window.")
+    # 5. the last exchanges too, into the summary: a chat never stops for its own history
+    if now > limit and summarise is not None:
+        turn, now = _fold(turn, now, limit, size, summarise, FOLD_KEEPS[1:], notes)
     if now > limit:
         raise TooLong(_refusal(provider, turn, calibration, limit, message))
     return turn, notes
@@ -182,8 +188,25 @@ def fit(provider, turn: Turn, calibration: Calibration, *,
 def with_reply_room(provider, turn: Turn, calibration: Calibration) -> Turn:
     """`turn` asking for no more reply tokens than the window leaves after its prompt (a local server
     asked for 4,096 of a 2,048-token window would stop where the window ends, mid-sentence)."""
-    room = provider.facts.context_window - round(raw_estimate(provider, turn) * calibration.ratio)
+    room = provider.facts.context_window - size_of(provider, turn, calibration)
     return replace(turn, max_tokens=max(1, room)) if turn.max_tokens > room else turn
+
+
+def _fold(turn: Turn, now: int, limit: int, size: Callable[[Turn], int],
+          summarise: Callable[[int], list[dict] | None], keeps: tuple[int, ...],
+          notes: list[str]) -> tuple[Turn, int]:
+    """The history folded into the rolling summary keeping each of `keeps` last exchanges in turn, until
+    the request fits."""
+    for keep in keeps:
+        history = summarise(keep)
+        if history is not None:  # the rest of the request (what steps 3 and 4 cut) stays as it is
+            turn = replace(turn, request=replace(turn.request, history=history))
+            now = size(turn)
+            notes.append("Summarised the older conversation to fit the context window." if keep else
+                         "Summarised the whole conversation so far to fit the context window.")
+        if now <= limit:
+            break
+    return turn, now
 
 
 def _shrink_fixed_part(turn: Turn, now: int, limit: int, size: Callable[[Turn], int]) -> tuple[Turn, int, list[str]]:
@@ -251,7 +274,7 @@ def predict(provider, turn: Turn, calibration: Calibration, *, can_summarise: bo
 
     facts = provider.facts
     limit = budget(facts, turn.max_tokens)
-    size = round(raw_estimate(provider, turn) * calibration.ratio)
+    size = size_of(provider, turn, calibration)
     if size <= limit:
         return Prediction(size, limit, facts.context_window)
     if can_summarise:
@@ -326,7 +349,7 @@ def _refusal(provider, turn: Turn, calibration: Calibration, limit: int, message
             return (f"Cairn's instructions and your core notes take about {fixed:,} tokens and your message "
                     f"about {alone:,}; {model} takes at most {limit:,} with room for the reply. Unpin core notes "
                     "or use a model with a larger window; nothing was sent.")
-    total = round(raw_estimate(provider, turn) * ratio)
+    total = size_of(provider, turn, calibration)
     return (f"This request would be about {total:,} tokens even after cutting tool results, the older "
             f"conversation, the skills, tools and hubs and the retrieved passages; {model} takes at most "
             f"{limit:,} with room for the reply. Nothing was sent.")

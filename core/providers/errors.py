@@ -6,8 +6,10 @@ from core.providers.base import ProviderError
 
 
 def translate(exc: Exception, provider: str, model: str, base_url: str | None, retries: int,
-              key_env: str | None = None, api_key: str | None = None) -> ProviderError:
-    err = _translate(exc, provider, model, base_url, retries, key_env)
+              key_env: str | None = None, api_key: str | None = None, label: str | None = None) -> ProviderError:
+    """`label`: who answered, as the user knows it ("the local server at 127.0.0.1:8080"); by default
+    the provider's name."""
+    err = _translate(exc, provider, model, base_url, retries, key_env, label)
     if api_key and len(api_key) >= 8 and api_key in str(err):
         # Some servers and proxies quote the key they were given in their error message.
         return ProviderError(str(err).replace(api_key, "[API key]"), kind=err.kind, retryable=err.retryable)
@@ -15,8 +17,9 @@ def translate(exc: Exception, provider: str, model: str, base_url: str | None, r
 
 
 def _translate(exc: Exception, provider: str, model: str, base_url: str | None, retries: int,
-               key_env: str | None = None) -> ProviderError:
-    label = {"anthropic": "Anthropic", "openai": "OpenAI"}.get(provider, provider)
+               key_env: str | None = None, label: str | None = None) -> ProviderError:
+    inner = label or {"anthropic": "Anthropic", "openai": "OpenAI"}.get(provider, provider)  # mid-sentence
+    label = inner[0].upper() + inner[1:]  # it starts the sentences below
     status = getattr(exc, "status_code", None)
     where = base_url or label
     name = type(exc).__name__
@@ -59,7 +62,7 @@ def _translate(exc: Exception, provider: str, model: str, base_url: str | None, 
         return ProviderError(f"Could not connect to {where} (connection refused or unreachable).", kind="connection",
                              retryable=True)
     if "RemoteProtocol" in name or "ReadError" in name or "incomplete" in str(exc).lower():
-        return ProviderError(f"The connection to {label} was cut mid-reply; the partial reply is kept, marked incomplete.",
+        return ProviderError(f"The connection to {inner} was cut mid-reply; the partial reply is kept, marked incomplete.",
                              kind="cut")
     return ProviderError(f"{label} failed: {name}: {_message(exc)}", kind="error")
 

@@ -31,12 +31,13 @@ import time
 from typing import Iterator
 from urllib.parse import urlparse
 
-from core.providers import interrupt, local_window, models
+from core.providers import interrupt, local_server, local_window, models
 from core.providers.base import ProviderError, SDKProvider, StreamEvent, ToolCall, Turn, Usage
 from core.providers.errors import translate
 
 MAX_RETRIES = 2
 PROBE_TIMEOUT = 1.0  # seconds per native endpoint (a server on this machine answers at once)
+MESSAGE_OVERHEAD = 8  # tokens a chat template adds around each message (ChatML's "<|im_start|>role\n ... <|im_end|>\n": 5)
 OPENAI_HOSTS = ("api.openai.com",)
 
 
@@ -80,28 +81,84 @@ class OpenAIProvider(SDKProvider):
         # None: from the base URL; a test against a fake on loopback may say which API it plays.
         self.compatible = is_compatible(base_url) if compatible is None else compatible
         self.clock = clock or time.monotonic  # seconds, for re-asking a server that did not say
+        self._tools_refused = False  # the server refused a request with tools: none from then on
+
+    @property
+    def local(self) -> bool:
+        """A compatible server on this machine (Ollama, llama.cpp, LM Studio): asked about itself."""
+        return self.compatible and not self.remote
 
     @property
     def facts(self) -> models.ModelFacts:
-        """A model on a compatible server on this machine is local: no price, and the window the config
-        says (it wins), else the one the server reports, else the assumed default."""
-        if not (self.compatible and not self.remote):
+        """A model on a compatible server on this machine is local: no price, the name the server serves
+        it by, and the window the config says (it wins), else the one the server reports, else the
+        assumed default."""
+        if not self.local:
             return models.facts(self.model, "openai")
+        name = self.server.shown_model(self.model)
         if self.local_window > 0:
-            return models.facts(self.model, "openai", local=True, window=self.local_window,
+            return models.facts(name, "openai", local=True, window=self.local_window,
                                 source=models.WINDOW_FROM_CONFIG)
         probed = self._probed_window()
         if probed is not None:
-            return models.facts(self.model, "openai", local=True, window=probed.tokens,
+            return models.facts(name, "openai", local=True, window=probed.tokens,
                                 source=models.window_from_server(probed.source))
-        return models.facts(self.model, "openai", local=True, source=models.WINDOW_ASSUMED)
+        return models.facts(name, "openai", local=True, source=models.WINDOW_ASSUMED)
+
+    @property
+    def server(self) -> local_server.ServerFacts:
+        """What the local server says about itself (core/providers/local_server.py), asked with the key."""
+        if not self.local:
+            return local_server.ServerFacts((), None, "", False)
+        return local_server.facts_of(self.base_url or "", self.model, self._api_key, now=self.clock(),
+                                     timeout=PROBE_TIMEOUT)
+
+    @property
+    def supports_tools(self) -> bool:
+        """Tools are sent unless the server refused them, or says the model's chat template has none
+        (it would drop them: they would cost nothing but be counted, and no call could come back)."""
+        if self._tools_refused:
+            return False
+        if not self.local:
+            return True
+        probed = self._probed_window() if self.local_window <= 0 else None
+        said = probed.tools if probed is not None and probed.tools is not None else self.server.tools
+        return said is not False
+
+    @supports_tools.setter
+    def supports_tools(self, value: bool) -> None:
+        self._tools_refused = not value
+
+    @property
+    def label(self) -> str:
+        """Who answers, for the user's sentences: OpenAI, or the local server at HOST:PORT."""
+        if not self.compatible:
+            return "OpenAI"
+        where = urlparse(self.base_url or "").netloc or (self.base_url or "")
+        return f"the local server at {where}" if self.local else f"the server at {where}"
+
+    def prompt_tokens(self, turn: Turn) -> int | None:
+        """The prompt's tokens counted by a local llama.cpp's own tokenizer (POST /tokenize) over the texts
+        the chat template renders, plus MESSAGE_OVERHEAD a message for its role markers; None where the
+        server cannot count (the window policy estimates then)."""
+        if not self.local or not self.server.can_tokenize:
+            return None
+        body = self.body(turn)
+        parts = [m.get("content") or "" for m in body["messages"]]
+        parts += [json.dumps(c, ensure_ascii=False) for m in body["messages"] for c in m.get("tool_calls", [])]
+        if "tools" in body:
+            parts.append(json.dumps(body["tools"], ensure_ascii=False))
+        counted = local_server.count_tokens(self.base_url or "", "\n".join(p if isinstance(p, str) else json.dumps(p)
+                                                                           for p in parts), self._api_key)
+        return None if counted is None else counted + MESSAGE_OVERHEAD * len(body["messages"])
 
     def _probed_window(self) -> local_window.Probed | None:
         """The window the local server reports for this model, shared by every provider object of this
         process (local_window.window_of): asked once, again after KEEP_ANSWER_SECONDS, and a server that
         did not say only after RETRY_SILENT_SECONDS (Ollama lists a model, with its window, once a
         request has loaded it)."""
-        return local_window.window_of(self.base_url or "", self.model, now=self.clock(), timeout=PROBE_TIMEOUT)
+        return local_window.window_of(self.base_url or "", self.model, now=self.clock(), timeout=PROBE_TIMEOUT,
+                                      api_key=self._api_key)
 
     def _new_client(self, **options):
         import openai
@@ -219,10 +276,12 @@ class OpenAIProvider(SDKProvider):
         return self.client.chat.completions.create(**body, stream=True, extra_body=extra or None)
 
     def _error(self, exc: Exception, mid_stream: bool = False) -> ProviderError:
-        err = translate(exc, "openai", self.model, self.base_url, MAX_RETRIES,
-                        None if (self.base_url and not self.remote) else "OPENAI_API_KEY", api_key=self._api_key)
+        err = translate(exc, "openai", self.facts.model if self.local else self.model, self.base_url, MAX_RETRIES,
+                        None if (self.base_url and not self.remote) else "OPENAI_API_KEY", api_key=self._api_key,
+                        label=self.label)
         if mid_stream and err.kind == "timeout":
-            return ProviderError(f"OpenAI stopped sending mid-reply and did not answer in time ({self.base_url or 'OpenAI'}); "
+            return ProviderError(f"{self.label[0].upper()}{self.label[1:]} stopped sending mid-reply and did not answer in "
+                                 f"time ({self.base_url or 'OpenAI'}); "
                                  "the partial reply is kept, marked incomplete.", kind="timeout", retryable=True)
         if mid_stream and err.kind in ("error", "connection"):
             return ProviderError("The connection was cut mid-reply; the partial reply is kept, marked incomplete "

@@ -419,7 +419,7 @@ class _Handler(BaseHTTPRequestHandler):
             raw=raw,
             time=fake.clock(),
         )
-        native = fake.native_answer(self.command, self.path)
+        native = fake.native_answer(self.command, self.path, rec)
         with fake._lock:
             (fake.probes if native is not None else fake.requests).append(rec)
         try:
@@ -607,8 +607,9 @@ class FakeServerBase:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.base_path}"
 
-    def native_answer(self, method: str, path: str) -> tuple[int, Any] | None:
-        """(status, JSON) for a GET of a server's native endpoint, kept out of `requests`; None: not one."""
+    def native_answer(self, method: str, path: str, rec: "RecordedRequest | None" = None) -> tuple[int, Any] | None:
+        """(status, JSON) for a request to a server's native endpoint (its window, its models, its
+        tokenizer), kept out of `requests` and recorded in `probes`; None: not one."""
         return None
 
     # helpers ---------------------------------------------------------------------------------

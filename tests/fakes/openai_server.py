@@ -1,6 +1,7 @@
 """A fake OpenAI Chat Completions API on 127.0.0.1, streaming and non-streaming, with prompt caching.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``.
+Endpoints: ``POST /v1/chat/completions``; ``GET /v1/models`` and a local server's own (``/props``,
+``/tokenize``, ``/api/show`` ...) answered as probes (``srv.probes``, not ``srv.requests``).
 ``srv.base_url`` is ``http://127.0.0.1:PORT/v1`` (the SDK appends ``/chat/completions``).
 
 Cache simulation (implicit prefix caching)
@@ -193,11 +194,18 @@ class FakeOpenAI(FakeServerBase):
         default_reply: list | None = None,
         compatible: bool = False,
         context_window: int | None = None,
+        template_tools: bool | None = None,
+        tokenize: bool = False,
+        served: str | None = None,
     ) -> None:
         super().__init__(clock=clock, api_key=api_key, default_reply=default_reply)
         self.models = set(models) if models is not None else None
         self.compatible = compatible
         self.context_window = context_window
+        # llama.cpp's /props chat_template_caps.supports_tools (None: not reported, as an older build)
+        self.template_tools = template_tools
+        self.tokenize = tokenize  # llama.cpp's POST /tokenize, counting as this fake's usage counts
+        self.served = served  # the one model a llama.cpp serves, whatever a request names (None: as `models`)
         self.cache = OpenAICache(lambda: self.clock(), ttl_seconds, min_cached_tokens, cache_step)
 
     def _reset_cache(self) -> None:
@@ -228,16 +236,36 @@ class FakeOpenAI(FakeServerBase):
         status = 503 if err.status == 529 else err.status
         self._error(ex, status, err.message, err.error_type, err.code, headers)
 
-    # The native endpoints OpenAIProvider asks a local server for its window (core/providers/local_window.py).
-    NATIVE = ("/props", "/api/ps", "/api/v0/models/")
+    # The native endpoints a local server is asked about itself (core/providers/local_window.py,
+    # core/providers/local_server.py), kept out of `requests`. Like llama.cpp started with --api-key,
+    # they answer 401 without the key (its middleware lets only /health and the model lists through).
+    NATIVE = ("/props", "/api/ps", "/api/v0/models/", "/api/show", "/tokenize")
 
-    def native_answer(self, method: str, path: str):
-        if method != "GET" or not path.split("?", 1)[0].startswith(self.NATIVE):
+    def native_answer(self, method: str, path: str, rec=None):
+        path = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and path == "/v1/models":  # public on llama.cpp; OpenAI wants the key
+            if (not self.compatible and self.api_key is not None
+                    and (rec is None or rec.headers.get("authorization", "") != f"Bearer {self.api_key}")):
+                return 401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                       "param": None, "code": "invalid_api_key"}}
+            served = [self.served] if self.served else sorted(self.models or ())
+            return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 1700000000,
+                                                     "owned_by": "system"} for m in served]}
+        if not path.startswith(self.NATIVE):
             return None
-        if self.compatible and self.context_window is not None and path.startswith("/props"):
+        if self.api_key is not None and (rec is None or rec.headers.get("authorization", "") != f"Bearer {self.api_key}"):
+            return 401, {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
+        if method == "GET" and path.startswith("/props") and self.compatible and self.context_window is not None:
             # llama.cpp's llama-server started with -c context_window (its README, GET /props)
-            return 200, {"default_generation_settings": {"n_ctx": self.context_window}}
-        return 404, {"error": {"message": f"Invalid URL (GET {path})", "type": "invalid_request_error"}}
+            props = {"default_generation_settings": {"n_ctx": self.context_window}}
+            if self.template_tools is not None:
+                props["chat_template_caps"] = {"supports_tools": self.template_tools,
+                                               "supports_tool_calls": self.template_tools}
+            return 200, props
+        if method == "POST" and path == "/tokenize" and self.compatible and self.tokenize:
+            content = rec.body.get("content", "") if rec is not None and isinstance(rec.body, dict) else ""
+            return 200, {"tokens": list(range(count_text(str(content))))}
+        return 404, {"error": {"message": f"Invalid URL ({method} {path})", "type": "invalid_request_error"}}
 
     # routing ---------------------------------------------------------------------------------
     def _dispatch(self, ex: Exchange) -> None:
@@ -245,10 +273,6 @@ class FakeOpenAI(FakeServerBase):
         if self.api_key is not None:
             if ex.rec.headers.get("authorization", "") != f"Bearer {self.api_key}":
                 return self._error(ex, 401)
-        if ex.rec.method == "GET" and path == "/v1/models":
-            data = [{"id": m, "object": "model", "created": 1700000000, "owned_by": "system"}
-                    for m in sorted(self.models or {"gpt-4o-mini"})]
-            return ex.send_json(200, {"object": "list", "data": data})
         if ex.rec.method != "POST" or path != "/v1/chat/completions":
             return self._error(ex, 404, f"Invalid URL ({ex.rec.method} {path})", code=None)
         body = ex.body
