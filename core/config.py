@@ -418,6 +418,12 @@ def _origin(cfg: Config, section: str, key: str, origin: str) -> Origin:
         env = BASE_URL_ENV.get(cfg.chat.provider)
         if env and os.environ.get(env):
             return Origin(dotted, os.environ[env], f"environment (${env})")
+        # another provider's address in the environment is used whenever that provider is (cairn ask
+        # --provider openai): say so, or the file's empty value hides where requests go
+        others = [f"${name} = {os.environ[name]} for {provider}" for provider, name in BASE_URL_ENV.items()
+                  if provider != cfg.chat.provider and os.environ.get(name)]
+        if others:
+            return Origin(dotted, cfg.chat.base_url, f"{origin}; in use instead: {'; '.join(others)}")
     if dotted == "chat.model":
         return Origin(dotted, cfg.model(), origin)  # empty in the file means the provider's default
     return Origin(dotted, getattr(getattr(cfg, section), key), origin)

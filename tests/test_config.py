@@ -194,6 +194,10 @@ def test_origins_say_default_file_or_environment_and_never_show_a_key(tmp_path, 
     rows = {o.key: (o.value, o.origin) for o in config_module.origins(path)}
     assert rows["chat.base_url"] == ("http://127.0.0.1:8/v1", "environment ($OPENAI_BASE_URL)")
     assert rows["keys.anthropic"] == ("missing", "default")
+    # issue 25 item 5: chat.provider is anthropic, but `cairn ask --provider openai` goes to $OPENAI_BASE_URL
+    path.write_text('[chat]\nprovider = "anthropic"\n')
+    rows = {o.key: (o.value, o.origin) for o in config_module.origins(path)}
+    assert rows["chat.base_url"] == ("", "default; in use instead: $OPENAI_BASE_URL = http://127.0.0.1:8/v1 for openai")
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert {o.origin for o in config_module.origins(tmp_path / "absent.toml")} == {"default"}
 

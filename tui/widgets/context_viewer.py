@@ -417,6 +417,8 @@ class ContextViewer(VerticalScroll):
         prefix = sum(b[2] for b in self.blocks if b[1])
         total = sum(b[2] for b in self.blocks)
         facts = getattr(self, "_facts", None) or model_facts(provider, model)
+        if facts.provider == "local" and facts.model:
+            model = facts.model  # the model the local server serves (its /v1/models), not the configured name
         minimum = facts.min_cacheable
         where = f"chat #{self._chat_id}" if self._chat_id is not None else "a new chat"
         text = Text()
@@ -430,7 +432,8 @@ class ContextViewer(VerticalScroll):
             text.append("Offline: nothing is sent or cached; this is what a provider would receive.",
                         style="dim")
         elif not minimum:
-            text.append(f"{printable(model)} on a local server reuses any common prefix.")
+            text.append(f"{printable(model)} on a local server reuses any common prefix; its window: "
+                        f"{facts.context_window:,} tokens ({printable(facts.window_source or 'assumed')}).")
         else:
             long_enough = prefix >= minimum
             text.append(f"{printable(model)} caches prefixes from {minimum:,} tokens: ",
