@@ -166,3 +166,19 @@ def test_the_model_shown_is_the_one_the_server_serves_and_errors_name_the_local_
         send(chat, "hello")
         port = srv.port
     assert chat.last_reply.error.startswith(f"The local server at 127.0.0.1:{port} had a server error (500)")
+
+
+def test_a_local_servers_own_counts_lower_the_estimate_an_apis_never_do(store):
+    """The usage of earlier replies corrects the estimate: a local server's prompt_tokens are its own
+    tokenizer's count, so an over-estimate is corrected down (to half at most); an API's never is."""
+    from core.chat.window import Calibration
+    from core.providers.openai_provider import OpenAIProvider
+    from fakes import FakeOpenAI
+
+    seen = Calibration()
+    seen.record(1848, 639)  # SmolLM2 on llama.cpp: Cairn's estimate against the server's count
+    with FakeOpenAI(compatible=True, context_window=WINDOW) as srv:
+        assert seen.ratio_for(provider(srv)) == 0.5
+        closer = Calibration(900, 1000)
+        assert closer.ratio_for(provider(srv)) == 0.9
+    assert seen.ratio_for(OpenAIProvider(KEY, "gpt-4.1-mini")) == 1.0
