@@ -158,6 +158,7 @@ def test_the_model_shown_is_the_one_the_server_serves_and_errors_name_the_local_
         p = provider(srv, model="gpt-4.1-mini")
         assert p.facts.model == "smollm2-135m"
         chat = new_chat(store, p, searcher, agent="worker")
+        assert store.db.execute("SELECT model FROM chats WHERE id = ?", (chat.id,)).fetchone()[0] == "smollm2-135m"
         with pytest.raises(TooLong) as err:
             send(chat, "word " * 3000)
         assert "smollm2-135m takes at most" in str(err.value) and "gpt-4.1" not in str(err.value)

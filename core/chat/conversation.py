@@ -202,7 +202,7 @@ class Chat:
 
             def first_metadata(new_id: int) -> dict:
                 # Rendered inside the transaction that creates the row (ChatRepository.create_chat).
-                variables = chat_request.variables(config, chat_id=new_id, agent=self.agent, model=provider.model)
+                variables = chat_request.variables(config, chat_id=new_id, agent=self.agent, model=provider.shown_model)
                 self.snapshot = self.engine.snapshot(variables)
                 data = {"snapshot": json.loads(self.snapshot.as_json()), "variables": variables}
                 if parent_id is not None:
@@ -210,7 +210,7 @@ class Chat:
                 return data
 
             self.id, self.metadata = self.repo.create_chat(agent=self.agent.name, provider=provider.name,
-                                                           model=provider.model, metadata=first_metadata)
+                                                           model=provider.shown_model, metadata=first_metadata)
         else:
             row = self.repo.load_chat(chat_id)
             if row is None:
@@ -229,7 +229,7 @@ class Chat:
             if "snapshot" in self.metadata:
                 self.snapshot = Snapshot(**self.metadata["snapshot"])
             else:  # a chat row left without its snapshot (a kill mid-creation, before that was atomic)
-                variables = chat_request.variables(config, chat_id=self.id, agent=self.agent, model=provider.model)
+                variables = chat_request.variables(config, chat_id=self.id, agent=self.agent, model=provider.shown_model)
                 self.snapshot = self.engine.snapshot(variables)
                 self.metadata.update(snapshot=json.loads(self.snapshot.as_json()), variables=variables)
                 self._save_metadata()

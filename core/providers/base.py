@@ -98,6 +98,11 @@ class Provider:
         """The model table's row for this model (core/providers/models.py)."""
         return models.facts(self.model, self.name)
 
+    @property
+    def shown_model(self) -> str:
+        """The model's name as the user should read it (a local server's own name for what it serves)."""
+        return self.model
+
     def body(self, turn: Turn) -> dict:
         """The exact request body this provider would send (for `cairn context` and the viewer)."""
         raise NotImplementedError

@@ -95,7 +95,7 @@ class OpenAIProvider(SDKProvider):
         assumed default."""
         if not self.local:
             return models.facts(self.model, "openai")
-        name = self.server.shown_model(self.model)
+        name = self.shown_model
         if self.local_window > 0:
             return models.facts(name, "openai", local=True, window=self.local_window,
                                 source=models.WINDOW_FROM_CONFIG)
@@ -104,6 +104,10 @@ class OpenAIProvider(SDKProvider):
             return models.facts(name, "openai", local=True, window=probed.tokens,
                                 source=models.window_from_server(probed.source))
         return models.facts(name, "openai", local=True, source=models.WINDOW_ASSUMED)
+
+    @property
+    def shown_model(self) -> str:
+        return self.server.shown_model(self.model) if self.local else self.model
 
     @property
     def server(self) -> local_server.ServerFacts:
