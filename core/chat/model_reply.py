@@ -66,6 +66,7 @@ def complete(provider, system: str, user: str, *, chat_key: str, max_tokens: int
     refused = window.too_long(provider, turn) or (guard(provider, turn) if guard is not None else None)
     if refused is not None:
         raise ReplyFailed(refused, "", Usage()) from refused
+    turn = window.with_reply_room(provider, turn, window.Calibration())  # never more than the window leaves
     text, stop, usage = "", "", Usage()
     try:
         for event in provider.stream(turn, cancel):
