@@ -184,6 +184,7 @@ def test_a_turn_message_is_about_240_tokens(window):
     assert 220 <= len(tokens["tokens"]) <= 260, len(tokens["tokens"])
 
 
+@pytest.mark.soak  # ~60 s of generation on 2 cores; the same ten turns against the fake run in make test
 def test_a_ten_turn_chat_of_240_token_messages_answers_every_turn(store, window, monkeypatch):
     """The default agent and the default model name, ten messages of ~240 tokens in one chat, each turn
     as `cairn ask --chat ID` runs it (the chat reopened from the database, the provider made from the
