@@ -101,3 +101,20 @@ async def test_undoing_a_creation_asks_first(store, db_path):
         await wait_for(pilot, lambda: "Undid change" in status(screen), what="the undo")
         assert [t["node_id"] for t in store.trash()] == [nid]
         await settle(app, pilot)
+
+
+async def test_the_header_shows_the_title_after_an_undo(store, db_path):
+    """Issue 26 finding 6: after `u` the header kept the title from before the undo."""
+    nid = store.add_node("Sleep", "Eight hours.")["id"]
+    with history.acting_as(history.model_in_chat(4)):
+        store.update_node(nid, title="Naps")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_history(pilot, app, nid)
+        box = screen.query_one("#history-box")
+        assert box.border_title == "History · Naps"
+        await pilot.press("u")  # the model's retitling
+        await wait_for(pilot, lambda: len(screen.changes) == 3, what="the undo listed")
+        assert store.get_node(nid)["title"] == "Sleep"
+        assert box.border_title == "History · Sleep"
+        await settle(app, pilot)

@@ -102,6 +102,9 @@ class NodeHistory(ModalScreen[None]):
 
     def on_node_history_loaded(self, event: Loaded) -> None:
         self.changes, self.titles = event.changes, event.titles
+        if self.titles.get(self.node_id):  # the title now, after an undo or a revert that changed it
+            self.node_title = self.titles[self.node_id]
+            self.query_one("#history-box").border_title = f"History · {printable(self.node_title)}"
         options = self.query_one(OptionList)
         was = options.get_option_at_index(options.highlighted).id if options.highlighted is not None else None
         options.clear_options()
