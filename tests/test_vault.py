@@ -543,6 +543,16 @@ def test_round_trip_keeps_partial_dates_and_an_edge_without_explanation(store, t
         assert [e["explanation"] for e in fresh.db.execute("SELECT explanation FROM edges")] == [""]
 
 
+def test_cli_import_no_index_says_one_node_waits(cairn_cmd, cli_env, tmp_path):
+    """Issue 26: "1 node wait for indexing" was bad grammar; one node waits, several wait."""
+    v = tmp_path / "v"
+    write(v, "Only.md", "one note")
+    run = subprocess.run([*cairn_cmd, "--db", str(tmp_path / "one.db"), "import", str(v), "--no-index"],
+                         env=cli_env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "1 node waits for indexing (--no-index)" in run.stdout, run.stdout
+
+
 def test_cli_import_and_export(cairn_cmd, cli_env, tmp_path):
     v = tmp_path / "v"
     _small_vault(v)
@@ -553,7 +563,7 @@ def test_cli_import_and_export(cairn_cmd, cli_env, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "4 created" in run.stdout and "broken.md: not valid UTF-8" in run.stdout
     assert "Unresolved links (1):" in run.stdout and "Home.md: [[Missing]]" in run.stdout
-    assert "wait for indexing" in run.stdout
+    assert "4 nodes wait for indexing" in run.stdout
     run = subprocess.run([*cairn_cmd, "--db", str(db), "import", str(v), "--no-index", "--json"], env=cli_env,
                          capture_output=True, text=True, timeout=120)
     data = json.loads(run.stdout)

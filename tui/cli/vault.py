@@ -69,7 +69,7 @@ def _index_after(args, out: Out, store, state: dict | None = None):
         return None
     if getattr(args, "no_index", False):
         if not out.as_json and not (state or {}).get("told"):
-            out.text(f"{plural(pending, 'node')} wait for indexing (--no-index); run `cairn index`.", style="dim")
+            out.text(f"{plural(pending, 'node')} {'waits' if pending == 1 else 'wait'} for indexing (--no-index); run `cairn index`.", style="dim")
         if state is not None:
             state["told"] = True
         return None
