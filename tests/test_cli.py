@@ -144,21 +144,42 @@ def test_add_with_title_only(cli):
     assert node["title"] == "Just a title" and node["source"] == ""
 
 
-@pytest.mark.parametrize("bad", ["2024-13-01", "2023-02-29", "yesterday", "01/02/2024", "2024-1-1x"])
-def test_bad_event_date_is_a_clear_error(cli, bad):
+def usage_error(cmd, env, *args, input=None):
+    """A malformed argument: exit status 2 with argparse's usage line, as the README's table promises."""
+    r = run(cmd, env, *args, input=input, check_rc=2)
+    assert "usage: cairn" in r.stderr and "Traceback" not in r.stderr and "Traceback" not in r.stdout
+    return r
+
+
+# A malformed --event-date is a bad argument (exit 2, the README), in every verb that takes one (issue 26).
+@pytest.mark.parametrize("bad", ["2024-13-01", "2023-02-29", "yesterday", "01/02/2024", "2024-1-1x", " "])
+def test_bad_event_date_is_a_usage_error(cli, bad):
     cmd, env, db = cli
     _init_db(db)
-    r = fails(cmd, env, "add", "dated note", "--event-date", bad, "--db", db)
-    assert "YYYY-MM-DD" in r.stderr and bad in r.stderr
+    r = usage_error(cmd, env, "add", "dated note", "--event-date", bad, "--db", db)
+    assert "YYYY-MM-DD" in r.stderr and repr(bad) in r.stderr
     assert jrun(cmd, env, "list", "--db", db) == []
 
 
-def test_bad_event_date_on_edit(cli):
+def test_bad_event_date_on_edit_is_a_usage_error(cli):
     cmd, env, db = cli
     nid = add(cmd, env, "dated note", "--event-date", "2024-02-29", "--db", db)
-    r = fails(cmd, env, "edit", nid, "--event-date", "2024-02-30", "--db", db)
-    assert "YYYY-MM-DD" in r.stderr
+    for bad in ("2024-02-30", "2026-13-45"):
+        r = usage_error(cmd, env, "edit", nid, "--event-date", bad, "--db", db)
+        assert "YYYY-MM-DD" in r.stderr and bad in r.stderr
     assert jrun(cmd, env, "show", nid, "--db", db)["event_date"] == "2024-02-29"
+    ok(cmd, env, "edit", nid, "--event-date", "2024-08", "--db", db)  # a month is a date
+    assert jrun(cmd, env, "show", nid, "--db", db)["event_date"] == "2024-08"
+    ok(cmd, env, "edit", nid, "--event-date", "", "--db", db)  # empty clears it
+    assert jrun(cmd, env, "show", nid, "--db", db)["event_date"] is None
+
+
+def test_unknown_verb_lists_only_the_verbs_for_people(cli):
+    """`__complete` is the completion scripts' callback, not a verb to suggest (issue 26)."""
+    cmd, env, db = cli
+    r = usage_error(cmd, env, "nosuchverb")
+    assert "invalid choice: 'nosuchverb'" in r.stderr and "'add'" in r.stderr and "'completion'" in r.stderr
+    assert "__complete" not in r.stderr
 
 
 # -- show ----------------------------------------------------------------------------------------

@@ -142,6 +142,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def event_date_arg(text: str) -> str:
+    """--event-date: YYYY-MM-DD, YYYY-MM or YYYY (empty clears it in `edit`); a date that is not one is a
+    usage error (exit 2), caught before anything is opened."""
+    from core.graph.store import partial_date
+
+    if text and partial_date(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date in the form YYYY-MM-DD (or YYYY-MM, or YYYY "
+                                         "when only the month or the year is known)")
+    return text
+
+
 def path_arg(text: str) -> str:
     """A file or folder argument; an empty one would silently mean the current folder."""
     if not text.strip():
@@ -169,6 +180,17 @@ def add_provider_options(p: argparse.ArgumentParser, provider_help: str, model_h
     """--provider and --model: this run's choice over chat.provider and chat.model in the config."""
     p.add_argument("--provider", choices=PROVIDERS, help=provider_help)
     p.add_argument("--model", help=model_help)
+
+
+class CairnParser(argparse.ArgumentParser):
+    """argparse's parser, whose "invalid choice" for an unknown verb leaves out the verbs for Cairn's own
+    scripts (`__complete`)."""
+
+    def _check_value(self, action, value):
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            shown = ", ".join(repr(name) for name in action.choices if not str(name).startswith("__"))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {shown})")
+        super()._check_value(action, value)
 
 
 class Verbs:

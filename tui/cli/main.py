@@ -17,7 +17,7 @@ from core.errors import CairnError, disk_full
 from core.safe_text import printable
 from tui.cli import (app, chat, chats, completion, config, distil, evaluate, history, index, mcp, merge, nodes, ops,
                      retire, search, skills, vault, workflows)
-from tui.cli.common import Out, UsageError, Verbs, path_arg
+from tui.cli.common import CairnParser, Out, UsageError, Verbs, path_arg
 
 log = logging.getLogger("cairn.cli")
 
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     reader = argparse.ArgumentParser(add_help=False)
     reader.add_argument("--json", action="store_true", help="print JSON")
 
-    parser = argparse.ArgumentParser(
+    parser = CairnParser(
         prog="cairn", parents=[shared],
         description="Cairn: a terminal-first knowledge graph. Run without a verb to open the app.",
     )

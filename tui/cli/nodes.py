@@ -8,7 +8,7 @@ from core.errors import InvalidInput
 from core.graph import provenance
 from core.graph.store import NO_EXPLANATION
 from tui.cli.capture import add_url
-from tui.cli.common import Out, Verbs, confirm, edit_in_editor, id_arg, open_store, text_arg
+from tui.cli.common import Out, Verbs, confirm, edit_in_editor, event_date_arg, id_arg, open_store, text_arg
 
 
 def cmd_add(args, out: Out) -> int:
@@ -210,7 +210,7 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--description", help="a one-line summary")
     p.add_argument("--link", metavar="URL", help="where the note comes from")
     p.add_argument("--dimension", "-d", action="append", metavar="D", help="a dimension (repeatable)")
-    p.add_argument("--event-date", metavar="DATE", help="the date the note is about: YYYY-MM-DD, YYYY-MM or YYYY")
+    p.add_argument("--event-date", metavar="DATE", type=event_date_arg, help="the date the note is about: YYYY-MM-DD, YYYY-MM or YYYY")
     p.add_argument("--type", default="note", help="the node's type (default: note)")
     p.add_argument("--url", metavar="URL", help="capture a web page: its main text, title, author and date")
     p.add_argument("--again", action="store_true", help="with --url: capture even if a node already links to it")
@@ -227,7 +227,7 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--text", help="new text, or - to read it from stdin")
     p.add_argument("--description", help="a new one-line summary")
     p.add_argument("--link", metavar="URL", help="a new source link")
-    p.add_argument("--event-date", metavar="DATE", help="a new event date: YYYY-MM-DD, YYYY-MM or YYYY")
+    p.add_argument("--event-date", metavar="DATE", type=event_date_arg, help="a new event date: YYYY-MM-DD, YYYY-MM or YYYY")
     p.add_argument("--type", help="a new node type")
     p.add_argument("--dimension", "-d", action="append", metavar="D", help="replace the dimensions (repeatable)")
     p.add_argument("--add-dimension", action="append", metavar="D", help="add a dimension (repeatable)")
