@@ -139,6 +139,22 @@ async def test_offline_answer_is_cited_and_a_source_opens_its_node(notes, db_pat
         assert app.copied and "Sourdough starter" in app.copied[-1]
 
 
+async def test_offline_answer_in_the_app_says_where_to_choose_a_provider(notes, db_path):
+    """Issue 26: inside the app the offline answer pointed to `cairn ask --help`; it says what to do here."""
+    app = RecordingApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await type_and_send(pilot, app, "sourdough")
+        await wait_for(pilot, lambda: app.query(SourceList) and not pane.streaming, what="the offline answer")
+        first = pane.query(".reply").last().source.splitlines()[0]
+        assert "Offline answer" in first and "cairn" not in first and "--help" not in first
+        assert "f2" in first and "Provider" in first and "Save as defaults" in first
+        # ... and what it names is there: f2 shows the settings, with a Provider choice and the Save button.
+        await pilot.press("f2")
+        viewer = app.query_one(ContextViewer)
+        await wait_for(pilot, lambda: viewer.display and viewer.query("#viewer-provider"), what="the settings")
+        assert str(viewer.query_one("#viewer-save").label) == "Save as defaults"
+
+
 async def test_anthropic_reply_streams_with_usage_and_alt_enter_sends(notes, db_path, monkeypatch):
     from fakes import FakeAnthropic, text
 

@@ -8,7 +8,8 @@ from typing import Iterator
 
 from core.providers.base import Provider, StreamEvent, Turn, Usage
 
-LABEL = "*Offline answer — not written by a model.* No LLM provider is configured (see `cairn ask --help`)."
+OFFLINE = "*Offline answer — not written by a model.* No LLM provider is configured"
+LABEL = f"{OFFLINE} (see `cairn ask --help`)."  # the command line's; the app passes its own (where to choose one)
 
 
 class OfflineProvider(Provider):
@@ -16,8 +17,9 @@ class OfflineProvider(Provider):
     remote = False
     supports_tools = False
 
-    def __init__(self):
+    def __init__(self, label: str = LABEL):
         super().__init__("offline")
+        self.label = label  # the first line of every answer: offline, and how to choose a provider
 
     def body(self, turn: Turn) -> dict:
         from core.providers.anthropic_provider import AnthropicProvider
@@ -28,9 +30,9 @@ class OfflineProvider(Provider):
     def stream(self, turn: Turn, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         passages = turn.request.suffix.passages
         if not passages:
-            text = f"{LABEL}\n\nNo note in your graph matches this message closely enough to quote."
+            text = f"{self.label}\n\nNo note in your graph matches this message closely enough to quote."
         else:
-            lines = [LABEL, "", "The notes most relevant to your message:", ""]
+            lines = [self.label, "", "The notes most relevant to your message:", ""]
             for p in passages:
                 snippet = " ".join(p.text.split())
                 if len(snippet) > 280:

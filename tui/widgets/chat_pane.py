@@ -1031,10 +1031,19 @@ class ChatPane(Vertical):
         self.notify(printable(message.error), severity="error", markup=False)
 
 
+# The offline answer's first line in the app: where to choose a provider here, not a command line's help.
+APP_OFFLINE_LABEL = ("{offline}: press f2 and choose one under Provider in the settings (its API key must be set; "
+                     "Save as defaults keeps the choice).")
+
+
 def _default_provider(config):
     from core.providers.factory import make_provider
+    from core.providers.offline import OFFLINE, OfflineProvider
 
-    return make_provider(config)
+    provider = make_provider(config)
+    if isinstance(provider, OfflineProvider):
+        provider = OfflineProvider(label=APP_OFFLINE_LABEL.format(offline=OFFLINE))
+    return provider
 
 
 def _sources(store, citations: dict, created: list[int], check: dict | None = None) -> list[tuple[str, int | None]]:
