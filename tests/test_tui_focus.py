@@ -207,6 +207,35 @@ async def test_long_sources_show_as_text_and_huge_ones_are_capped(db_path, store
         assert app.query_one("#edit-source", TextArea).text.endswith("TAIL")
 
 
+async def test_e_puts_the_cursor_at_the_end_of_the_text(db_path, store, nodes, focuses):
+    """Issue 26: `e` put the cursor in the title, so "add a line to the text" typed into the title.
+    The keyboard goes to the text, at its end; a note with no text starts at its title."""
+    alpha, _, _ = nodes
+    empty = store.add_node("Only a title", "")["id"]
+    long = store.add_node("Long", "\n".join(f"Line {i}." for i in range(200)))["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = await edit_node(app, pilot, alpha)
+        source = editor.query_one("#edit-source", TextArea)
+        assert app.focused is source and source.cursor_location == source.document.end
+        await pilot.press(*" More.")
+        await pilot.press("ctrl+s")
+        await settle(app, pilot)
+        saved = store.get_node(alpha)
+        assert saved["source"] == "# Alpha\n\nThe first note. More." and saved["title"] == "Alpha"
+
+        editor = await edit_node(app, pilot, long)
+        source = editor.query_one("#edit-source", TextArea)
+        assert app.focused is source and source.cursor_location == (199, len("Line 199."))
+        assert source.scroll_y > 0 and source.cursor_screen_offset in source.region  # the end is in view
+        await pilot.press("escape")
+        await settle(app, pilot)
+
+        editor = await edit_node(app, pilot, empty)
+        assert app.focused is editor.query_one("#edit-title", Input)  # nothing to add to: the title
+        await settle(app, pilot)
+
+
 async def test_edit_saves_every_field_and_marks_pending(db_path, store, nodes, focuses):
     alpha, _, _ = nodes
     app = CairnApp(db_path, first_run_prompt=False)
@@ -216,7 +245,8 @@ async def test_edit_saves_every_field_and_marks_pending(db_path, store, nodes, f
         await pilot.press("e")
         await settle(app, pilot)
         editor = app.query_one(NodeEditor)
-        assert app.focused is editor.query_one("#edit-title", Input)
+        assert app.focused is editor.query_one("#edit-source", TextArea)  # e: in the text (issue 26)
+        editor.query_one("#edit-title", Input).focus()
 
         await pilot.press("ctrl+a", "ctrl+k", *"Alpha [edited]")  # "[" and "e" type; they are not keys here
         editor.query_one("#edit-dimensions", Input).value = "research, ai"
@@ -623,10 +653,10 @@ async def test_E_saves_the_text_edited_in_EDITOR(db_path, store, nodes, focuses,
         # the in-app editor is open: E stands aside (its own keys, and one editor at a time)
         await pilot.press("e")
         await settle(app, pilot)
-        await pilot.press("E")  # typed into the title field
+        await pilot.press("E")  # typed into the text, where e put the cursor
         await settle(app, pilot)
         assert len(fake_editor) == 2
-        assert app.query_one("#edit-title", Input).value.endswith("E")
+        assert app.query_one("#edit-source", TextArea).text.endswith("E")
 
 
 async def test_E_never_overwrites_a_change_made_meanwhile(db_path, store, nodes, focuses, fake_editor, monkeypatch):
@@ -796,8 +826,10 @@ async def test_an_unsaved_edit_survives_switching_tabs(db_path, store, nodes, fo
         panel = await open_nodes(app, pilot, alpha, beta)
         await pilot.press("e")
         await settle(app, pilot)
-        await pilot.press("ctrl+a", "ctrl+k", *"Beta draft")
         editor = view_of(app, beta).editor
+        editor.query_one("#edit-title", Input).focus()  # e puts the keyboard in the text; the title here
+        await settle(app, pilot)
+        await pilot.press("ctrl+a", "ctrl+k", *"Beta draft")
         assert app.focused is editor.query_one("#edit-title", Input)
 
         await pilot.click(f"#--content-tab-{panel._panes[alpha]}")  # away (the keys would type here)
@@ -807,6 +839,8 @@ async def test_an_unsaved_edit_survives_switching_tabs(db_path, store, nodes, fo
         await pilot.press("e")  # a second editor, in the other tab
         await settle(app, pilot)
         assert view_of(app, alpha).editing
+        view_of(app, alpha).editor.query_one("#edit-title", Input).focus()
+        await settle(app, pilot)
         await pilot.press("ctrl+a", "ctrl+k", *"Alpha draft")
         panel.open_node(beta)  # back, as enter in the Nodes pane does
         await settle(app, pilot)
@@ -832,6 +866,8 @@ async def test_keys_typed_into_the_editor_never_replace_a_field_they_land_in(db_
         await pilot.press("e")
         await settle(app, pilot)
         title = view_of(app, beta).editor.query_one("#edit-title", Input)
+        title.focus()  # e puts the keyboard in the text (issue 26); the title is the field at risk here
+        await settle(app, pilot)
         assert app.focused is title
         await pilot.press(*" draft")
         assert title.value == "Beta draft"
@@ -910,6 +946,7 @@ async def test_escape_in_the_source_field_cancels_the_edit_and_keeps_the_keyboar
         editor = await edit_node(app, pilot, alpha)
         source = editor.query_one("#edit-source", TextArea)
         source.focus()
+        source.move_cursor((0, 0))  # e put the cursor at the text's end
         await settle(app, pilot)
         await pilot.press("tab")  # tab indents here (markdown lists), as before
         await settle(app, pilot)

@@ -722,7 +722,15 @@ class NodeEditor(Vertical):
             self.query_one(".edit-error", Static).display = False
 
     def focus_first(self) -> None:
-        self.query_one("#edit-title", Input).focus()
+        """Where `e` puts the keyboard: in the text, at its end (an edit most often adds to it, and
+        typing in the title by mistake renamed the note); a note with no text starts at its title."""
+        source = self.query_one("#edit-source", SourceEditor)
+        if not source.text.strip():
+            self.query_one("#edit-title", Input).focus()
+            return
+        source.focus()
+        source.move_cursor(source.document.end)
+        self.call_after_refresh(source.scroll_cursor_visible)  # a long text: its end in view once laid out
 
     def show_error(self, message: str) -> None:
         error = self.query_one(".edit-error", Static)
