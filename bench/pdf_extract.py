@@ -7,6 +7,7 @@ Real PDFs made at run time (bench/real_pdfs.py: man pages typeset by gropdf and 
 pdfTeX PDFs Debian ships), pdftotext (poppler) as the reference, page by page. Readers:
 - pypdf, pypdf_layout: pypdf's plain and layout modes (Cairn's reader before this issue);
 - pdfium: pypdfium2's text as it comes (`get_text_range`);
+- pdfminer: pdfminer.six's layout analysis, where it is installed (not a dependency);
 - cairn: what Cairn stores (core/capture/files.py: PDFium in a child process with its missing spaces
   added, then core/capture/pdf_words.py: guessed spaces mended, ligatures folded, hyphenation joined).
 Per document and reader:
@@ -24,6 +25,7 @@ The last line is one JSON object; the figures are in bench/results/pdf_extract.j
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import resource
@@ -73,6 +75,18 @@ def pdfium(path: str) -> list[str]:
     return out
 
 
+def pdfminer_six(path: str) -> list[str]:
+    from pdfminer.high_level import extract_text
+
+    return extract_text(path).split("\f")[: _page_count(path)]
+
+
+def _page_count(path: str) -> int:
+    import pypdfium2
+
+    return len(pypdfium2.PdfDocument(path))
+
+
 def cairn(path: str) -> list[str]:
     from core.capture.files import read_file
 
@@ -82,6 +96,8 @@ def cairn(path: str) -> list[str]:
 
 
 READERS = {"pypdf": pypdf_plain, "pypdf_layout": pypdf_layout, "pdfium": pdfium, "cairn": cairn}
+if importlib.util.find_spec("pdfminer") is not None:  # pdfminer.six, where installed; not a dependency
+    READERS["pdfminer"] = pdfminer_six
 
 
 def _child(reader: str, path: str) -> None:
