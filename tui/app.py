@@ -22,7 +22,6 @@ from core.chat.focus import Focus
 from core.graph import history
 from core.safe_text import printable
 from tui.key_handoff import KeyHandoff
-from tui.notices import HeldNotices
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
@@ -33,12 +32,9 @@ STYLES = Path(__file__).resolve().parent.parent / "styles"
 GC_THRESHOLDS = (5_000, 20, 100)  # Python's defaults: (700, 10, 10)
 NARROW_WIDTH = 120  # below this, one pane at a time (f3 cycles)
 PANES = ("nodes", "focus", "right")
-# Indexing fewer notes than this (a save, an edit, a link: the save already said so) makes no toast;
-# a guide, an import or a re-embedding does, and failures always do.
-QUIET_INDEXING_BELOW = 5
 
 
-class CairnApp(HeldNotices, App):
+class CairnApp(App):
     CSS_PATH = [str(STYLES / name) for name in ("app.tcss", "nodes.tcss", "focus.tcss")]
     # Read just after the first frame (_read_later_css), before anything they style exists: a Focus
     # tab, the chat pane, the Context viewer and the dialogs. Parsing them cost ~15 ms of the startup;
@@ -87,8 +83,6 @@ class CairnApp(HeldNotices, App):
         # the whole DOM (~15 ms a Focus tab switch with ten tabs open, bench/tui.py).
         self._right: tuple = ()
         self._marked = None  # the pane shown as holding the keyboard
-        # The indexing the latest toast announced, across the runs that take it over (index_pending).
-        self._index_announced, self._index_started, self._index_done = False, 0.0, 0
         self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
         self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
@@ -107,10 +101,8 @@ class CairnApp(HeldNotices, App):
 
     def notify(self, message: str, *, title: str = "", **kwargs) -> None:
         """Every toast (a widget's or a screen's notify comes here): its text shown, never interpreted; a
-        provider's error or a title can carry escape sequences (core/safe_text.py). While a dialog is
-        open, a toast it did not raise waits until it closes (tui/notices.py)."""
-        self._notice(printable(str(message)), printable(title), kwargs.get("severity", "information"),
-                     kwargs.get("timeout"), kwargs.get("markup", True), caller=self._caller())
+        provider's error or a title can carry escape sequences (core/safe_text.py)."""
+        super().notify(printable(str(message)), title=printable(title), **kwargs)
 
     async def handle_key_now(self, event: events.Key) -> None:
         """A held key, handled as if it had just arrived."""
@@ -426,7 +418,7 @@ class CairnApp(HeldNotices, App):
         cancels the worker too, so the app never waits for more than one batch to quit."""
         from textual.worker import get_current_worker
 
-        from core.index.indexer import Indexer, IndexReport
+        from core.index.indexer import Indexer
         from core.graph.store import Store
 
         worker = get_current_worker()
@@ -435,33 +427,21 @@ class CairnApp(HeldNotices, App):
             pending = indexer.pending_count()
             other = indexer.other_model()
             if other:
-                if self._index_announced:
-                    pass  # a newer run taking over the same re-embedding
-                else:
-                    self._index_announced, self._index_started = True, time.perf_counter()
-                    nodes = store.counts()["nodes"]
-                    self.call_from_thread(self.notify, f"Re-embedding {nodes} note{'s' if nodes != 1 else ''} with "
-                                          f"{indexer.embedder.name} (the vectors were made by {other}); search by "
-                                          "meaning is partial until it finishes.", timeout=10, markup=False)
-            elif not pending and not self._index_announced:
+                nodes = store.counts()["nodes"]
+                self.call_from_thread(self.notify, f"Re-embedding {nodes} note{'s' if nodes != 1 else ''} with "
+                                      f"{indexer.embedder.name} (the vectors were made by {other}); search by "
+                                      "meaning is partial until it finishes.", timeout=10, markup=False)
+            elif not pending:
                 return
-            elif pending >= QUIET_INDEXING_BELOW and not self._index_announced:
-                # Once per piece of work: a newer run that takes over (the database watch's
-                # NodesChanged for the same write cancels this one) does not say it again.
-                self._index_announced, self._index_started = True, time.perf_counter()
+            else:
                 self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
-            # Nothing pending after an announcement: the run this one cancelled had finished it.
-            report = indexer.run(should_stop=lambda: worker.is_cancelled) if pending or other else IndexReport()
-        self._index_done += report.indexed
+            report = indexer.run(should_stop=lambda: worker.is_cancelled)
         if report.busy or worker.is_cancelled:
             return  # the newer run (or the next start) indexes the rest and says so
-        indexed, announced, started = self._index_done, self._index_announced, self._index_started
-        self._index_done, self._index_announced = 0, False
         if report.indexed:
             self.call_from_thread(self._reload_views)
-        if indexed and announced:
-            self.call_from_thread(self.notify, f"Indexed {indexed} note{'s' if indexed != 1 else ''} "
-                                  f"in {time.perf_counter() - started:.1f} s.", timeout=3)
+            self.call_from_thread(self.notify, f"Indexed {report.indexed} note{'s' if report.indexed != 1 else ''} "
+                                  f"in {report.seconds:.1f} s.", timeout=3)
         if report.errors:
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
                                   severity="error")
