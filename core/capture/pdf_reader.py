@@ -29,7 +29,6 @@ class PdfText:
     pages: list[str]
     soft: list[list[int]]  # per page: offsets of spaces not in the PDF (a word may run across them)
     title: str
-    producer: str
     reader: str  # "pypdfium2 5.15.2"
     unreadable: list[int]  # numbers (from 1) of the pages the reader could not open
     outline: list[tuple[int, str, int]]  # the bookmarks: (level from 0, title, page index from 0)
@@ -67,8 +66,8 @@ def read_pdf(data: bytes, *, timeout: float | None = None) -> PdfText:
     soft = [[int(k) for k in p.get("soft", [])] for p in result["pages"]]
     unreadable = [n for n, p in enumerate(result["pages"], 1) if p.get("unreadable")]
     outline = [(int(e["level"]), str(e["title"]), int(e["page"])) for e in result.get("outline", [])]
-    return PdfText(pages, soft, str(result.get("title") or ""), str(result.get("producer") or ""),
-                   str(result.get("pdfium", "pypdfium2")), unreadable, outline)
+    return PdfText(pages, soft, str(result.get("title") or ""), str(result.get("pdfium", "pypdfium2")), unreadable,
+                   outline)
 
 
 def _signal_name(number: int) -> str:

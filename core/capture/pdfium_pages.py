@@ -10,7 +10,7 @@ one process per file keeps every call on one thread.
 
 The PDF's bytes come on stdin; one JSON object goes to stdout:
   {"pages": [{"text": ..., "soft": [offsets], ("unreadable": why)}], "outline": [{"level", "title", "page"}],
-   "title": ..., "producer": ..., "pdfium": version}
+   "title": ..., "pdfium": version}
 or {"refused": "password" | "damaged", "detail": ...} with exit status 3.
 
 Each page's text is PDFium's (`FPDFText_GetText`), with two things PDFium does not do:
@@ -112,7 +112,7 @@ def read(data: bytes) -> dict:
         outline = _outline(doc)
     finally:
         doc.close()
-    return {"pages": pages, "outline": outline, "title": meta.get("Title", ""), "producer": meta.get("Producer", ""),
+    return {"pages": pages, "outline": outline, "title": meta.get("Title", ""),
             "pdfium": f"pypdfium2 {pypdfium2.version.PYPDFIUM_INFO.version}"}
 
 

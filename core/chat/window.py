@@ -5,8 +5,8 @@ Before each request of a chat turn (the first and each tool-loop step) `Chat.sen
 * Size: `estimate_tokens` of the provider's own body (`provider.body(turn)` serialised as JSON: the
   tools, system, history, tool-loop messages and suffix exactly as they would go out), times the
   chat's correction ratio (below); a local llama.cpp counts it with the model's own tokenizer instead
-  (`provider.prompt_tokens`, its POST /tokenize), where the 4-characters-a-token estimate was 2.9x
-  too high for SmolLM2 on a 2,048-token window.
+  (`provider.prompt_tokens`, its POST /tokenize: 661 counted against 658 the server reported for
+  SmolLM2, where the estimate said 666).
 * Budget: the model's input limit, less room for the reply: the turn's max_tokens capped at the
   model's maximum output (`models.output_cap`). A local server (no maximum output in the table)
   stops a reply where its window ends, so for it the room kept is at most a quarter of the window.
@@ -57,8 +57,8 @@ from core.providers.request import ContextRequest, estimate_tokens
 CUT_MARK = "… [cut: {n:,} characters to fit the context window]"
 MIN_RESULT_CHARS = 400  # a capped tool result keeps at least this much of its head
 LOCAL_REPLY_SHARE = 4  # a local model: keep at most window // 4 for the reply
-FOLD_KEEPS = (4, 1, 0)
-LOCAL_RATIO_FLOOR = 0.5  # a local server's own counts may lower the estimate to half, no further  # exchanges the forced rolling summary keeps, tried in turn
+FOLD_KEEPS = (4, 1, 0)  # exchanges the forced rolling summary keeps, tried in turn
+LOCAL_RATIO_FLOOR = 0.5  # a local server's own counts may lower the estimate to half, no further
 
 
 class TooLong(ProviderError):
@@ -91,7 +91,7 @@ class Calibration:
     def ratio_for(self, provider) -> float:
         """The correction for `provider`: never below 1 for an API (an over-estimate stays a margin), but
         for a local server, whose usage is its own tokenizer's exact count, down to LOCAL_RATIO_FLOOR: a
-        small window is not wasted on the estimate's 2-3x over-count (SmolLM2: 639 real for 1,848)."""
+        small window is not wasted on an estimate above what the server counts."""
         if getattr(provider.facts, "provider", "") == "local" and self.reported and self.estimated:
             return max(LOCAL_RATIO_FLOOR, self.reported / self.estimated)
         return self.ratio
@@ -289,7 +289,8 @@ def predict(provider, turn: Turn, calibration: Calibration, *, can_summarise: bo
         return Prediction(size, limit, facts.context_window)
     if can_summarise:
         return Prediction(size, limit, facts.context_window, (
-            "summarise the older conversation (then leave out retrieved passages if that is not enough)",))
+            "summarise the older conversation (then leave out the skills, tools, hubs and retrieved passages if "
+            "that is not enough)",))
     try:
         _, notes = fit(provider, copy.deepcopy(turn), calibration, message=message)
     except TooLong as exc:

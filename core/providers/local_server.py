@@ -73,7 +73,6 @@ def _ask(request: urllib.request.Request, timeout: float) -> Any:
 class ServerFacts:
     served: tuple[str, ...]  # the model ids `/v1/models` lists (empty: it did not say)
     tools: bool | None  # whether the model's chat template takes tools (None: the server did not say)
-    tools_source: str  # which endpoint said so, e.g. "llama.cpp /props"
     can_tokenize: bool  # whether POST /tokenize counts tokens (llama.cpp)
 
     def shown_model(self, configured: str) -> str:
@@ -92,12 +91,12 @@ def _served(base: str, api_key: str | None, timeout: float) -> tuple[str, ...]:
     return tuple(str(m["id"]) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str))
 
 
-def _tools(base: str, model: str, api_key: str | None, timeout: float) -> tuple[bool | None, str]:
+def _tools(base: str, model: str, api_key: str | None, timeout: float) -> bool | None:
     shown = post_json(f"{base}/api/show", {"model": model}, api_key, timeout)
     capabilities = shown.get("capabilities") if isinstance(shown, dict) else None
     if isinstance(capabilities, list):
-        return "tools" in capabilities, "Ollama /api/show"
-    return None, ""
+        return "tools" in capabilities
+    return None
 
 
 def _tokenizes(base: str, api_key: str | None, timeout: float) -> bool:
@@ -109,10 +108,10 @@ def ask(base_url: str, model: str, api_key: str | None, timeout: float = 1.0) ->
     """What the server at `base_url` says about itself (see the module). Never raises."""
     try:
         base = root(base_url)
-        tools, source = _tools(base, model, api_key, timeout)
-        return ServerFacts(_served(base, api_key, timeout), tools, source, _tokenizes(base, api_key, timeout))
+        return ServerFacts(_served(base, api_key, timeout), _tools(base, model, api_key, timeout),
+                           _tokenizes(base, api_key, timeout))
     except Exception:
-        return ServerFacts((), None, "", False)
+        return ServerFacts((), None, False)
 
 
 _seen: dict[tuple[str, str, str], tuple[ServerFacts, float]] = {}

@@ -113,7 +113,7 @@ class OpenAIProvider(SDKProvider):
     def server(self) -> local_server.ServerFacts:
         """What the local server says about itself (core/providers/local_server.py), asked with the key."""
         if not self.local:
-            return local_server.ServerFacts((), None, "", False)
+            return local_server.ServerFacts((), None, False)
         return local_server.facts_of(self.base_url or "", self.model, self._api_key, now=self.clock(),
                                      timeout=PROBE_TIMEOUT)
 
