@@ -70,10 +70,12 @@ def anthropic_provider(srv, *, remote: bool | None = None, key: str = KEY, cache
     return p
 
 
-def openai_provider(srv, *, remote: bool | None = None, key: str = KEY, model: str = GPT):
+def openai_provider(srv, *, remote: bool | None = None, key: str = KEY, model: str = GPT,
+                    compatible: bool | None = None):
+    """compatible=False: the fake plays OpenAI itself (its model names served), else a compatible server."""
     from core.providers.openai_provider import OpenAIProvider
 
-    p = OpenAIProvider(key, model, base_url=srv.base_url)
+    p = OpenAIProvider(key, model, base_url=srv.base_url, compatible=compatible)
     if remote is not None:
         p.remote = remote
     return p

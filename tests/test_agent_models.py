@@ -61,8 +61,16 @@ def test_easy_runs_on_the_cheap_model_and_the_orchestrator_on_the_configured_one
 
 def test_easy_on_openai_runs_on_the_cheaper_sibling(store, searcher, oai):
     oai.script.add(text("quick"))
-    send(new_chat(store, openai_provider(oai), searcher, agent="easy"), "a quick one")
+    send(new_chat(store, openai_provider(oai, compatible=False), searcher, agent="easy"), "a quick one")
     assert oai.last.body["model"] == "gpt-4.1-nano"
+
+
+def test_easy_on_a_compatible_server_stays_on_the_served_model(store, searcher, oai):
+    """Ollama or llama.cpp serve their own model names: OpenAI's cheaper sibling would be a 404 there."""
+    oai.script.add(text("quick"))
+    easy = new_chat(store, openai_provider(oai, model="qwen2.5:7b"), searcher, agent="easy")
+    send(easy, "a quick one")
+    assert oai.last.body["model"] == "qwen2.5:7b" and easy.provider.model == "qwen2.5:7b"
 
 
 def test_a_configured_chat_model_keeps_easy_on_it(store, searcher, anth):
@@ -239,7 +247,7 @@ def test_an_agents_model_of_another_provider_is_not_sent_and_the_preview_says_wh
     note = chat_request.model_note(profiles.get("easy"), cfg, "openai")
     assert note == "agents.easy = 'claude-haiku-4-5' is a model of anthropic, not of openai: not used"
     cfg.chat.agent = "easy"
-    preview = next_request(store, cfg, openai_provider(oai), "hi", searcher=searcher)
+    preview = next_request(store, cfg, openai_provider(oai, compatible=False), "hi", searcher=searcher)
     assert preview.provider.model == "gpt-4.1-nano" and note in preview.agent_line
     assert preview.agent_facts["model_note"] == note
     cfg.agents.easy = "qwen3:8b"  # a model the table does not know (a local one): the user's to name

@@ -197,7 +197,7 @@ class Chat:
         self.repo = ChatRepository(store)
         if chat_id is None:
             self.agent = profiles.get(agent or config.chat.agent, config)
-            self.provider = provider = provider.with_model(chat_request.model_for(self.agent, config, provider.name))
+            self.provider = provider = chat_request.provider_for(self.agent, config, provider)
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
 
             def first_metadata(new_id: int) -> dict:
@@ -219,7 +219,7 @@ class Chat:
                 raise InvalidInput(f"Chat {chat_id} is in the trash; restore it first (cairn chats restore {chat_id}).")
             self.id = row["id"]
             self.agent = profiles.get(row["agent"], config)
-            self.provider = provider = provider.with_model(chat_request.model_for(self.agent, config, provider.name))
+            self.provider = provider = chat_request.provider_for(self.agent, config, provider)
             self.engine = chat_request.engine(store, self.searcher, self.agent, config, provider)
             self.metadata = row["metadata"]
             # send() writes the title to the row only: a reopened chat (each message in the app, `cairn

@@ -61,7 +61,7 @@ def next_request(store: Store, config, provider, message: str, *, focus: Focus |
         return Preview(request, chat.chat_key, chat.engine.retrieval_note, chat, chat.provider, chat.agent,
                        chat_request.model_note(chat.agent, config, provider.name))
     agent = profiles.get(config.chat.agent, config)
-    provider = provider.with_model(chat_request.model_for(agent, config, provider.name))
+    provider = chat_request.provider_for(agent, config, provider)
     engine = chat_request.engine(store, searcher, agent, config, provider)
     engine.set_focus(focus)
     snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))

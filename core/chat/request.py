@@ -36,11 +36,12 @@ def model_note(agent: Agent, config, provider: str) -> str:
     return "" if provider == "offline" else _configured_model(agent, config, provider)[1]
 
 
-def model_for(agent: Agent, config, provider: str) -> str | None:
+def model_for(agent: Agent, config, provider: str, *, vendor_models: bool = True) -> str | None:
     """The model `agent` runs on with `provider`: `agents.<name>` in the config (unless the model table
     says it is another provider's: `model_note`), else the profile's own model, else for a cheap_model
-    agent with no chat.model configured the provider's cheaper model (core/config.py CHEAP_MODELS).
-    None: the provider's model as given (chat.model or its default)."""
+    agent with no chat.model configured the provider's cheaper model (core/config.py CHEAP_MODELS) when
+    the server serves the vendor's names (`vendor_models`: not a compatible server's own, which would
+    answer 404). None: the provider's model as given (chat.model or its default)."""
     from core.config import CHEAP_MODELS
 
     if provider == "offline":
@@ -50,9 +51,14 @@ def model_for(agent: Agent, config, provider: str) -> str | None:
         return configured
     if agent.model:
         return agent.model
-    if agent.cheap_model and not config.chat.model:
+    if agent.cheap_model and not config.chat.model and vendor_models:
         return CHEAP_MODELS.get(provider)
     return None
+
+
+def provider_for(agent: Agent, config, provider):
+    """`provider` on the model `agent` runs on (`model_for`)."""
+    return provider.with_model(model_for(agent, config, provider.name, vendor_models=provider.serves_vendor_models))
 
 
 def variables(config, *, chat_id: int | str, agent: Agent, model: str) -> dict[str, str]:

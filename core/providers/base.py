@@ -80,6 +80,9 @@ class Provider:
     name = "provider"
     remote = True
     supports_tools = True
+    # Whether the vendor's own model names are served (the "easy" agent's cheaper sibling, CHEAP_MODELS):
+    # a compatible server (Ollama, llama.cpp, a router) serves its own names and answers 404 to others.
+    serves_vendor_models = True
 
     def __init__(self, model: str = ""):
         self.model = model

@@ -84,6 +84,10 @@ class OpenAIProvider(SDKProvider):
         self._tools_refused = False  # the server refused a request with tools: none from then on
 
     @property
+    def serves_vendor_models(self) -> bool:
+        return not self.compatible
+
+    @property
     def local(self) -> bool:
         """A compatible server on this machine (Ollama, llama.cpp, LM Studio): asked about itself."""
         return self.compatible and not self.remote
