@@ -126,3 +126,29 @@ def test_cairn_index_says_it_re_embeds_for_the_new_graph(store, embedder, cairn_
     assert done.returncode == 0, done.stderr
     assert f"The vectors were made by {GRAPHS['shipped']}; re-embedding every node with {GRAPHS['quantised']}" in done.stdout
     assert "Indexed 1 node" in done.stdout
+
+
+def test_the_preparing_child_runs_cairns_module_not_a_core_folder_in_the_current_directory(tmp_path):
+    """The child is `python -m core.index.prepared_model`; -m puts the cwd first on sys.path, so a `core/`
+    folder where the user stands would be run instead (here it would write a model that is not one)."""
+    decoy = tmp_path / "project" / "core" / "index"
+    decoy.mkdir(parents=True)
+    for init in (decoy.parent / "__init__.py", decoy / "__init__.py"):
+        init.write_text("")
+    (decoy / "prepared_model.py").write_text("import sys; open(sys.argv[2], 'w').write('decoy')\n")
+    (tmp_path / "not-a-model.onnx").write_bytes(b"not a model")  # the real child refuses it at once
+    script = textwrap.dedent(f"""
+        import sys; sys.path.insert(0, {str(ROOT)!r})
+        from pathlib import Path
+        from core.errors import EmbedderError
+        from core.index import prepared_model
+        try:
+            prepared_model._quantise_in_child(Path({str(tmp_path / "not-a-model.onnx")!r}), Path("out.onnx"))
+        except EmbedderError as exc:
+            print("refused:", exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path / "project", capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused:"), done.stdout
+    assert not (tmp_path / "project" / "out.onnx").exists()

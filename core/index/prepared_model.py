@@ -80,7 +80,8 @@ def _quantise_in_child(shipped: Path, target: Path) -> None:
     root = Path(__file__).resolve().parents[2]  # the folder holding `core`: the child imports it as we did
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")])))
     try:
-        done = subprocess.run([sys.executable, "-m", "core.index.prepared_model", str(shipped), str(target)],
+        # -P: the cwd is not put first on sys.path (a `core/` folder there would be run instead of ours).
+        done = subprocess.run([sys.executable, "-P", "-m", "core.index.prepared_model", str(shipped), str(target)],
                               capture_output=True, text=True, env=env, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EmbedderError(f"Cannot prepare the embedding model: {exc}") from exc
