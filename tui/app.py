@@ -21,6 +21,7 @@ from textual.widgets import ContentSwitcher, Header
 from core.chat.focus import Focus
 from core.graph import history
 from core.safe_text import printable
+from tui.flows.focus_tabs import TabKeeper
 from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
 from tui.services import Services
@@ -86,6 +87,7 @@ class CairnApp(App):
         self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
         self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
+        self._tab_keeper = TabKeeper(self)  # the Focus tabs kept between runs (tui/flows/focus_tabs.py)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and not event.is_forwarded and self._handoff.intercept(event):
@@ -162,6 +164,7 @@ class CairnApp(App):
             gc.enable()
         self._read_later_css()
         self.call_later(self._mount_right)
+        self._tab_keeper.restore()
         self.index_pending()
         self.apply_memory_retention()
         self.watch_database()
@@ -321,9 +324,11 @@ class CairnApp(App):
             self.query_one(FocusPanel).open_node(node_id)
 
     def _captured(self, node_id: int | None) -> None:
+        """Quick capture closed: the note it made (or the page captured before) opens in Focus."""
         if node_id is not None:
             from tui.flows.link_review import after_save
 
+            self.post_message(OpenNode(node_id))
             after_save(self, node_id)  # "N link suggestions — press L" when the note mentions others
 
     def on_node_view_saved(self, message) -> None:
@@ -386,6 +391,7 @@ class CairnApp(App):
     @on(FocusChanged)
     def _focus_changed(self, message: FocusChanged) -> None:
         self._focus = message.focus
+        self._tab_keeper.changed(message.focus)
         # Until they are mounted, _mount_right hands the panes the latest focus; a message handled
         # while the app closes finds them detached.
         for pane in self._right:
@@ -575,6 +581,7 @@ class CairnApp(App):
     def on_unmount(self) -> None:
         if self._vault_watcher is not None:
             self._vault_watcher.stop()
+        self._tab_keeper.at_exit()
         self.services.close()
 
 

@@ -1,5 +1,5 @@
 """Quick capture modal (ctrl+n). CONTRACT: QuickCapture(services); on save posts NodesChanged((id,))
-to the app and dismisses.
+to the app and dismisses with the new node's id (the app opens it in Focus).
 
 Fields: title (defaults to the text's first line), text (the node's source), dimensions (comma
 separated), link and event date. `ctrl+s` saves in a worker; an error (empty note, a bad date, a NUL
@@ -10,7 +10,8 @@ typing, a line names the notes the title and text mention (tui/widgets/mention_h
 Capture from the web: a link with no title and no text (or a title or text that is one http(s)
 address and nothing else) saves the page instead (core/capture/web.py): fetched in a worker, the
 hint line shows how far it got, a failure shows its sentence inline with everything kept, `escape`
-stops waiting (nothing is written after a stop), and an address captured before names its node.
+stops waiting (nothing is written after a stop), and an address captured before names its node and
+opens it. The modal stays open while the page is fetched, so the note opens as soon as it lands.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static, TextArea
 
 from core.safe_text import printable
-from tui.messages import NodesChanged
+from tui.messages import NodesChanged, OpenNode
 from tui.widgets.mention_hint import MentionHint
 
 HINT = "tab next field · ctrl+s save (a link alone: its page) · esc close"  # one line at 80 columns
@@ -222,7 +223,8 @@ class QuickCapture(ModalScreen[int | None]):
         message.stop()
         self._saving = self._fetching = False
         self.app.notify(f"{printable(message.url)} was captured before as node {message.node_id} "
-                        f"({printable(message.title)}); nothing new was saved.", timeout=6)
+                        f"({printable(message.title)}); nothing new was saved. It is open in Focus.", timeout=6)
+        self.app.post_message(OpenNode(message.node_id, message.title))
         self.dismiss(None)
 
     @on(Saved)

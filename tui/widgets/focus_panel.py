@@ -183,6 +183,8 @@ class FocusPanel(Vertical):
         active = self.primary
         if self._order and active is None:
             return  # between a tab change and its activation; the settled state posts
+        if active is not None and (view := self.view(active)) is not None:
+            view.shown()  # a tab reopened at start reads its node once it is first shown
         focus = Focus(open=tuple(self._order), primary=active if self._order else None)
         if focus != self._posted:
             self._posted = focus
@@ -191,13 +193,15 @@ class FocusPanel(Vertical):
             self.app.post_message(FocusChanged(focus))
 
     # -- opening and closing -------------------------------------------------------------------------
-    def open_node(self, node_id: int, title: str = "") -> None:
-        """Open a node in a new tab, or switch to its tab; the keyboard follows (see _keyboard_to)."""
+    def open_node(self, node_id: int, title: str = "", *, take_keyboard: bool = True, load_now: bool = True) -> None:
+        """Open a node in a new tab, or switch to its tab; the keyboard follows (see _keyboard_to) unless
+        `take_keyboard` is False. `load_now=False` (tabs reopened at start): the tab reads its node when
+        first shown."""
         node_id = int(node_id)
         self._wanted = node_id
         if node_id in self._order:
             if self._panes.get(node_id) not in self._adding:
-                self._activate(node_id)
+                self._activate(node_id, take_keyboard=take_keyboard)
             # else its tab is still being added: the pending activate() below switches to it (it
             # checks _wanted); switching now raised "No Tab with id" (the guide opened Welcome twice)
             return
@@ -206,7 +210,7 @@ class FocusPanel(Vertical):
         self._panes[node_id] = pane = f"node-{node_id}-{self._serial}"
         from tui.widgets.node_view import NodeView
 
-        view = self._views[node_id] = NodeView(self.services, node_id, classes="node-view")
+        view = self._views[node_id] = NodeView(self.services, node_id, classes="node-view", load_now=load_now)
         if not self.tabs.tab_count:
             self._auto_pane = pane
         added = self.tabs.add_pane(TabPane(tab_label(title or f"#{node_id}"), view, id=pane))
@@ -221,7 +225,7 @@ class FocusPanel(Vertical):
             finally:
                 self._adding.discard(pane)
             if self._panes.get(node_id) == pane and self._wanted == node_id and self._tab_there(pane):
-                self._activate(node_id)  # not overtaken by a later open, nor torn down by a quit meanwhile
+                self._activate(node_id, take_keyboard=take_keyboard)  # not overtaken by a later open, nor torn down
 
         self.call_next(activate)
 

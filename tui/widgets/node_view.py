@@ -215,10 +215,13 @@ class NodeView(Vertical):
         error: str
         node_ids: tuple  # the ends to refresh anyway (the edge may have changed elsewhere)
 
-    def __init__(self, services: Services, node_id: int, **kwargs):
+    def __init__(self, services: Services, node_id: int, *, load_now: bool = True, **kwargs):
+        """`load_now=False`: the node is read when the view is first shown (a tab reopened at start
+        behind the active one), not on mount."""
         super().__init__(**kwargs)
         self.services = services
         self.node_id = int(node_id)
+        self._deferred = not load_now  # not read yet, and not to be until shown
         self.node: dict | None = None
         self.edges: list[dict] = []
         self._last_focused: Widget | None = None
@@ -318,8 +321,19 @@ class NodeView(Vertical):
                 target.scroll_page_up()
 
     # -- loading -------------------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load(self) -> None:
+        """Read the node and its edges (in a worker), unless the view waits to be shown first."""
+        if not self._deferred:
+            self._read()
+
+    def shown(self) -> None:
+        """The view's tab became the active one (FocusPanel): a deferred view reads its node now."""
+        if self._deferred:
+            self._deferred = False
+            self._read()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _read(self) -> None:
         """Read the node and its edges; post Loaded, Missing or LoadFailed."""
         worker = get_current_worker()
         try:
