@@ -54,6 +54,7 @@ class CairnApp(App):
         Binding("f6", "sync_conflicts", "Sync conflicts", id="sync_conflicts", show=False),  # the palette, f1
         Binding("f1", "help", "Help", id="help"),
         Binding("L", "link_suggestions", "Link suggestions", id="link_suggestions", show=False),
+        Binding("N", "new_in_editor", "New note in $EDITOR", id="new_in_editor", show=False),  # f1, README
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
 
@@ -349,6 +350,12 @@ class CairnApp(App):
 
         open_review(self, message.node_id, message.title, message.mode)
 
+    def action_new_in_editor(self) -> None:
+        """N: a new note written in $VISUAL / $EDITOR; it opens in Focus once saved."""
+        from tui.flows import external_editor
+
+        external_editor.start_new(self)
+
     @on(EditInEditor)
     def _edit_in_editor(self, message: EditInEditor) -> None:
         """E in the Focus panel: the node's source in $VISUAL / $EDITOR."""
@@ -357,7 +364,7 @@ class CairnApp(App):
         external_editor.start(self, message.node_id)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "link_suggestions":  # a bare key: not while typing, not over a dialog
+        if action in ("link_suggestions", "new_in_editor"):  # a bare key: not while typing, not over a dialog
             from tui.widgets.text_field import is_text_field
 
             return self.screen is self.screen_stack[0] and not is_text_field(self.focused)

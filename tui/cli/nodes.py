@@ -14,6 +14,10 @@ from tui.cli.common import Out, Verbs, confirm, edit_in_editor, event_date_arg, 
 def cmd_add(args, out: Out) -> int:
     from core.graph.store import title_from_text
 
+    if args.edit:
+        from tui.cli.add_edit import add_in_editor
+
+        return add_in_editor(args, out)
     if args.url:
         return add_url(args, out)
     from tui.cli.capture_files import add_file, names_a_file
@@ -214,6 +218,8 @@ def register(verbs: Verbs) -> None:
     p.add_argument("--type", default="note", help="the node's type (default: note)")
     p.add_argument("--url", metavar="URL", help="capture a web page: its main text, title, author and date")
     p.add_argument("--again", action="store_true", help="with --url: capture even if a node already links to it")
+    p.add_argument("--edit", action="store_true", help="write the note in $VISUAL / $EDITOR: a title (the "
+                   "frontmatter's, else the first line), then the text; --title, -d and the like start it filled in")
 
     p = verbs.add("today", cmd_today, "add a timestamped entry to today's journal note (no text: show it)")
     p.add_argument("text", nargs="?", help="the entry, or - to read it from stdin")

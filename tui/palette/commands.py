@@ -21,6 +21,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
     browser = app.query_one(NodeBrowser)
     yield SystemCommand("Nodes: search", "Put the keyboard in the search box (/)", app.action_search)
     yield SystemCommand("Nodes: quick capture", "Write a new note (ctrl+n)", app.action_quick_capture)
+    yield SystemCommand("Nodes: new note in $EDITOR", "Write a new note in your editor; it opens once saved (N)",
+                        app.action_new_in_editor)
     yield SystemCommand("Nodes: cycle sort", "Best match, recently updated, most connected (s)", browser.cycle_sort)
     yield SystemCommand("Nodes: cycle dimension filter", "The next #dimension (d)", browser.cycle_dimension)
 
