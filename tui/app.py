@@ -24,6 +24,7 @@ from core.safe_text import printable
 from tui.flows.focus_tabs import TabKeeper
 from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
+from tui.run_requests import RunRequests
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
 from tui.widgets.footer import Footer
@@ -33,6 +34,9 @@ STYLES = Path(__file__).resolve().parent.parent / "styles"
 GC_THRESHOLDS = (5_000, 20, 100)  # Python's defaults: (700, 10, 10)
 NARROW_WIDTH = 120  # below this, one pane at a time (f3 cycles)
 PANES = ("nodes", "focus", "right")
+# Indexing fewer notes than this (a save, an edit: the save said so already) makes no toast, unless
+# one fails; the guide, an import or a re-embedding says when it starts and ends (issue 26, finding 4).
+QUIET_INDEXING_BELOW = 5
 
 
 class CairnApp(App):
@@ -42,7 +46,8 @@ class CairnApp(App):
     # a test checks that none of their rules matches a widget of the first frame.
     # review.tcss is the review screen's CSS_PATH too: read here, its first push does not reparse
     # every source into a fresh stylesheet (Textual's _load_screen_css, ~60 ms).
-    LATER_CSS = [str(STYLES / name) for name in ("node_view.tcss", "chat.tcss", "modals.tcss", "review.tcss")]
+    LATER_CSS = [str(STYLES / name) for name in ("node_view.tcss", "chat.tcss", "modals.tcss", "review.tcss",
+                                                       "notices.tcss")]
     TITLE = "Cairn"
     BINDINGS = [
         Binding("/", "search", "Search", id="search_nodes"),
@@ -88,6 +93,7 @@ class CairnApp(App):
         self._handoff = KeyHandoff(self)  # keys typed after a key that moves the keyboard follow it
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
         self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
+        self._index_requests = RunRequests()  # index_pending: one run, later calls ask it for another pass
         self._tab_keeper = TabKeeper(self)  # the Focus tabs kept between runs (tui/flows/focus_tabs.py)
 
     async def on_event(self, event: events.Event) -> None:
@@ -421,20 +427,30 @@ class CairnApp(App):
             panel.reload(node_ids)
 
     # -- background work -----------------------------------------------------------------------------
-    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
     def index_pending(self) -> None:
-        """Chunk and embed pending nodes (written here or by other processes) with its own connection.
+        """Chunk and embed pending nodes (written here or by other processes), in a worker.
 
-        One run at a time (core/index/run_lock.py): a newer call cancels this worker, which stops after
-        its current batch, and the newer one waits for the lock instead of embedding the same notes
-        beside it; `cairn index` in another terminal is waited for the same way. Closing the app
-        cancels the worker too, so the app never waits for more than one batch to quit."""
+        One run at a time: a call while the app's run is going does not restart it (its next batch
+        takes what was written meanwhile) but asks it for one more pass when it ends
+        (tui/run_requests.py); `cairn index` in another terminal is waited for (core/index/run_lock.py).
+        Closing the app cancels the worker, so the app never waits for more than one batch to quit."""
+        if self._index_requests.start():
+            self._index_run()
+
+    @work(thread=True, group="index", exit_on_error=False, name="indexing")
+    def _index_run(self) -> None:
         from textual.worker import get_current_worker
 
+        worker = get_current_worker()
+        self._index_requests.serve(lambda: self._index_pass(worker))
+
+    def _index_pass(self, worker) -> bool:
+        """One pass over what is pending, with its own connection; False when the app's closing stopped
+        it. A few notes (a save, an edit) are indexed without a word unless one fails; a larger piece
+        of work (the guide, an import, a re-embedding) says when it starts and when it is done."""
         from core.index.indexer import Indexer
         from core.graph.store import Store
 
-        worker = get_current_worker()
         with Store(self.db) as store:
             indexer = Indexer(store)
             pending = indexer.pending_count()
@@ -445,19 +461,21 @@ class CairnApp(App):
                                       f"{indexer.embedder.name} (the vectors were made by {other}); search by "
                                       "meaning is partial until it finishes.", timeout=10, markup=False)
             elif not pending:
-                return
-            else:
+                return True
+            elif pending >= QUIET_INDEXING_BELOW:
                 self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
             report = indexer.run(should_stop=lambda: worker.is_cancelled)
         if report.busy or worker.is_cancelled:
-            return  # the newer run (or the next start) indexes the rest and says so
+            return False  # the app is closing: the next start indexes the rest and says so
         if report.indexed:
             self.call_from_thread(self._reload_views)
+        if report.indexed and (other or max(pending, report.indexed) >= QUIET_INDEXING_BELOW):
             self.call_from_thread(self.notify, f"Indexed {report.indexed} note{'s' if report.indexed != 1 else ''} "
                                   f"in {report.seconds:.1f} s.", timeout=3)
         if report.errors:
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
                                   severity="error")
+        return True
 
     @work(thread=True, exclusive=True, group="retention", exit_on_error=False)
     def apply_memory_retention(self) -> None:
