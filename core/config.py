@@ -27,7 +27,7 @@ DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1-mini", "o
 CHEAP_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4.1-nano", "offline": "offline"}
 ANIMATION_LEVELS = ("none", "basic", "full")
 CITATION_CHECKS = ("off", "sent", "model")
-CACHE_TTLS = ("5m", "1h")
+CACHE_TTLS = ("auto", "5m", "1h")
 
 
 class ConfigError(CairnError):
@@ -68,8 +68,10 @@ class ChatSettings:
     base_url: str = setting("", "an OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1")
     agent: str = setting("orchestrator", "orchestrator | easy | worker | planner")
     background_context: bool = setting(True, "the top-10 hubs in the cached prefix (orchestrators only)")
-    cache_ttl: str = setting("5m", '"5m" or "1h" for the system part (Anthropic); "1h" also asks OpenAI '
-                                  'to keep the prefix 24 hours where the model takes it', _one_of(CACHE_TTLS))
+    cache_ttl: str = setting("auto", '"auto": Anthropic\'s cache lifetimes (5 min or 1 h, the history too) follow '
+                                    'your pace between turns; "5m" or "1h" fix the system part\'s (history 5 min); '
+                                    '"1h" also asks OpenAI to keep the prefix 24 hours where the model takes it',
+                             _one_of(CACHE_TTLS))
     timeout: float = setting(120.0, "seconds a provider may stay silent (before or during a reply) before Cairn "
                                     "gives up", _between(1, 3600, "seconds"))
     check_citations: str = setting("sent", "off | sent (flag [N]/[NODE:id] not in the context sent) | model "

@@ -130,7 +130,7 @@ def test_a_wrong_type_names_the_key_the_type_and_the_value(tmp_path, body, says)
 def test_value_checks_and_whole_seconds(tmp_path):
     assert "`chat.provider` is 'bogus'; use one of offline, anthropic, openai" in _refusal(tmp_path, "[chat]\nprovider = 'bogus'\n")
     assert "`chat.timeout` must be between 1 and 3600 seconds" in _refusal(tmp_path, "[chat]\ntimeout = 0\n")
-    assert "`chat.cache_ttl` is '2h'; use one of 5m, 1h" in _refusal(tmp_path, "[chat]\ncache_ttl = '2h'\n")
+    assert "`chat.cache_ttl` is '2h'; use one of auto, 5m, 1h" in _refusal(tmp_path, "[chat]\ncache_ttl = '2h'\n")
     assert "0 or more (0 = no limit), not -1" in _refusal(tmp_path, "[memory]\nmax_age_days = -1\n")
     path = tmp_path / "config.toml"
     path.write_text("[chat]\ntimeout = 60\n")

@@ -900,8 +900,10 @@ def test_anthropic_breakpoint_limits_and_ttl_order_messages(anth, aclient):
     five = [{"type": "text", "text": f"b{i}", "cache_control": cc} for i in range(5)]
     assert a_refused(aclient, messages=[{"role": "user", "content": five}]) == \
         "A maximum of 4 blocks with cache_control may be provided. Found 5."
-    assert "ttl='1h' must not come after" in a_refused(aclient, system=[
-        {"type": "text", "text": "a", "cache_control": cc}, {"type": "text", "text": "b", "cache_control": hour}])
+    assert a_refused(aclient, system=[
+        {"type": "text", "text": "a", "cache_control": cc}, {"type": "text", "text": "b", "cache_control": hour}]) == (
+        "system.1.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control "
+        "block. Note that blocks are processed in the following order: `tools`, `system`, `messages`.")
     # the other order is the documented one
     aclient.messages.create(model=SONNET, max_tokens=5, system=[
         {"type": "text", "text": "a", "cache_control": hour}, {"type": "text", "text": "b", "cache_control": cc}],

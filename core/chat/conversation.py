@@ -16,7 +16,8 @@ from typing import Callable, Iterator
 
 from core.agent import profiles
 from core.agent.egress import Egress
-from core.chat import citations, cut_off, fence, model_reply, usage_log
+from core import clock
+from core.chat import cache_policy, citations, cut_off, fence, model_reply, usage_log
 from core.chat.turn_budget import TurnBudget
 from core.chat.cost import SpendGuard
 from core.chat import request as chat_request
@@ -296,8 +297,12 @@ class Chat:
         if focus is not None:
             self.engine.set_focus(focus)
         self._drop_hidden_from_snapshot()
+        # The pace on the clock that stamps the rows (core.clock), not `self.now` (the date the suffix shows).
+        pace = cache_policy.pace_of(self.repo.request_times(self.id), clock.now())
+        scale = window.Calibration.from_metadata(self.metadata).ratio_for(self.provider)
         return chat_request.build(self.engine, self.snapshot, self.history(), message, self.provider.model,
-                                  now=self.now() if self.now else None)
+                                  now=self.now() if self.now else None, provider=self.provider, pace=pace,
+                                  scale=scale)
 
     def _drop_hidden_from_snapshot(self) -> None:
         """Privacy beats the cache: if a node in the snapshot (a hub or core note) has since been given

@@ -64,7 +64,7 @@ def _usage(u) -> Usage:
     if isinstance(u, Usage):
         return u
     u = u or {}
-    return Usage(*(int(u.get(k, 0) or 0) for k in ("input", "output", "cache_write", "cache_read")))
+    return Usage(*(int(u.get(k, 0) or 0) for k in ("input", "output", "cache_write", "cache_read", "cache_write_1h")))
 
 
 def of_facts(usage, facts: models.ModelFacts, ttl: str = "5m") -> Cost:
@@ -105,7 +105,7 @@ class Pricer:
 
 
 # -- what was spent, from the stored usage ----------------------------------------------------------------
-_FIELDS = ("input", "output", "cache_read", "cache_write")
+_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 
 
 def spend_since(store, pricer: Pricer, since: str) -> dict[str, Cost]:
@@ -152,7 +152,10 @@ def estimate(provider, turn) -> Cost:
     prompt = estimate_tokens(json.dumps(provider.body(turn), ensure_ascii=False))
     reply = models.output_cap(facts, turn.max_tokens)
     write = prompt if facts.provider == "anthropic" else 0  # OpenAI bills a write as plain input
-    return of_facts(Usage(input=prompt, output=reply, cache_write=write), facts, getattr(provider, "cache_ttl", "5m"))
+    plan = turn.request.cache  # the TTLs the cache policy chose (core/chat/cache_policy.py)
+    dearest = "1h" if getattr(provider, "cache_ttl", "5m") == "1h" or (
+        plan is not None and "1h" in (plan.system_ttl, plan.history_ttl)) else "5m"
+    return of_facts(Usage(input=prompt, output=reply, cache_write=write), facts, dearest)
 
 
 def spent_in_chat(store, pricer: Pricer, chat_id: int) -> Cost:

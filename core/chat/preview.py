@@ -65,6 +65,6 @@ def next_request(store: Store, config, provider, message: str, *, focus: Focus |
     engine = chat_request.engine(store, searcher, agent, config, provider)
     engine.set_focus(focus)
     snapshot = engine.snapshot(chat_request.variables(config, chat_id="new", agent=agent, model=provider.model))
-    request = chat_request.build(engine, snapshot, [], message, provider.model)
+    request = chat_request.build(engine, snapshot, [], message, provider.model, provider=provider)
     return Preview(request, NEW_CHAT_KEY, engine.retrieval_note, None, provider, agent,
                    chat_request.model_note(agent, config, provider.name))

@@ -173,6 +173,18 @@ class ChatRepository:
             "SELECT id, role, content FROM messages WHERE chat_id = ? AND status != 'superseded' ORDER BY id",
             (chat_id,)).fetchall()
 
+    def request_times(self, chat_id: int) -> list[tuple[str, bool]]:
+        """When each request of the chat left, as near as the rows say, oldest first: (created_at,
+        whether it opens a turn) of each user-side message (the user's text opens a turn; a tool step's
+        results are stored just before the loop's next request), for the cache policy's pace
+        (core/chat/cache_policy.py pace_of)."""
+        rows = self.db.execute(
+            "SELECT created_at, NOT EXISTS (SELECT 1 FROM json_each(m.content) j"
+            "  WHERE json_extract(j.value, '$.type') = 'tool_result') AS opens"
+            " FROM messages m WHERE m.chat_id = ? AND m.role = 'user' AND m.status != 'superseded' ORDER BY m.id",
+            (chat_id,)).fetchall()
+        return [(r["created_at"], bool(r["opens"])) for r in rows]
+
     def supersede_from(self, chat_id: int, message_id: int) -> int:
         """Take message `message_id` and every later one out of the conversation (kept, as 'superseded':
         their tokens were spent and stay counted); how many."""

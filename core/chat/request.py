@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.agent.profiles import Agent
+from core.chat import cache_policy
 from core.chat.context import ContextEngine
 from core.graph.privacy import SendPolicy
 from core.graph.store import Store
@@ -80,10 +81,26 @@ def engine(store: Store, searcher, agent: Agent, config, provider) -> ContextEng
 
 
 def build(engine: ContextEngine, snapshot: Snapshot, history: list[dict], message: str, model: str, *,
-          now: datetime | None = None) -> ContextRequest:
+          now: datetime | None = None, provider=None, pace: cache_policy.Pace | None = None,
+          scale: float = 1.0) -> ContextRequest:
     """The request for `message`: the chat's prefix and history, then this message's suffix (the Focus
-    the engine holds, the passages retrieved for the message, the date/time)."""
-    return ContextRequest(snapshot, history, message, engine.suffix(message, now=now), model)
+    the engine holds, the passages retrieved for the message, the date/time). For a provider with
+    explicit cache breakpoints (Anthropic), the TTLs its breakpoints get (core/chat/cache_policy.py),
+    from the chat's `pace` (none: a chat's first turn) and the sizes, estimated and multiplied by `scale`
+    (the chat's reported/estimated ratio)."""
+    request = ContextRequest(snapshot, history, message, engine.suffix(message, now=now), model)
+    if provider is not None and provider.name == "anthropic":
+        request.cache = cache_policy.plan(provider.facts, getattr(provider, "cache_ttl", "auto"),
+                                          cache_policy.sizes_of(request, scale), pace or cache_policy.Pace())
+    return request
+
+
+def cache_note(request: ContextRequest, provider) -> str:
+    """The sentence about caching the viewer and `cairn context` show: the plan's reason (Anthropic), or
+    what the provider does by itself ("" offline)."""
+    if request.cache is not None:
+        return request.cache.reason
+    return cache_policy.note_for(provider.name, provider.facts, getattr(provider, "cache_ttl", "auto"))
 
 
 def one_shot(system: str, user: str, model: str) -> ContextRequest:

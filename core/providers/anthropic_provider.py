@@ -1,15 +1,21 @@
 """Anthropic Messages API: system blocks and explicit cache breakpoints (at most 4, in this priority):
 
-1. the end of the system part (tools + system are cached together; optional 1-hour TTL, which the
-   API requires to come before shorter ones, and it does: it is the first breakpoint);
+1. the end of the system part (tools + system are cached together) at the plan's system TTL;
 2. the end of the new user text, before the volatile suffix, so the next turn reads the whole
-   earlier conversation from cache;
+   earlier conversation from cache, at the plan's history TTL;
 3. the end of the suffix, when the agent has tools: the first step of a tool loop writes it, so the
    next step reads it (it costs 0.25x of the suffix on turns without tool calls, saves 0.9x on turns
    with them);
 4. inside a turn's tool loop, the newest tool result (a sliding breakpoint);
 5. the previous turn's user text, a fallback anchor within the 20-block lookback, when a slot is
-   free (the API allows 4: outside a tool loop there is one to spare).
+   free (the API allows 4: outside a tool loop there is one to spare), at the history TTL.
+
+The TTLs ("5m" or "1h") come from the request's `CachePlan` (core/chat/cache_policy.py chose them from
+the chat's pace); a request without one (a side request) gets the system part at chat.cache_ttl's
+"1h" when so configured, else 5 minutes. The API refuses "a ttl='1h' cache_control block [that comes]
+after a ttl='5m' cache_control block" in the order tools, system, messages (kristianvast/hermes-claude-auth
+issue 31): the plan's system TTL is never shorter than its history TTL, and 3. and 4. are 5 minutes,
+so every 1h breakpoint comes first.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ MAX_BREAKPOINTS = 4
 class AnthropicProvider(SDKProvider):
     name = "anthropic"
 
-    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "5m",
+    def __init__(self, api_key: str, model: str, *, base_url: str | None = None, cache_ttl: str = "auto",
                  timeout: float | None = None):
         super().__init__(api_key, model, base_url=base_url, timeout=timeout)
         self.cache_ttl = cache_ttl
@@ -45,13 +51,15 @@ class AnthropicProvider(SDKProvider):
         req = turn.request
         snap = req.snapshot
         ephemeral = {"type": "ephemeral"}
-        system_cc = {"type": "ephemeral", "ttl": "1h"} if self.cache_ttl == "1h" else dict(ephemeral)
+        plan = req.cache
+        system_ttl = plan.system_ttl if plan is not None else ("1h" if self.cache_ttl == "1h" else "5m")
+        history_ttl = plan.history_ttl if plan is not None else "5m"
         system = [{"type": "text", "text": t} for t in (snap.system, snap.skills, snap.core_notes, snap.background) if t]
-        system[-1]["cache_control"] = system_cc
+        system[-1]["cache_control"] = _marker(system_ttl)
         breakpoints = 1
 
         messages = copy.deepcopy(req.history)
-        user_content = [{"type": "text", "text": req.user_text, "cache_control": dict(ephemeral)}]
+        user_content = [{"type": "text", "text": req.user_text, "cache_control": _marker(history_ttl)}]
         breakpoints += 1
         if req.suffix.text:
             user_content.append({"type": "text", "text": req.suffix.text})
@@ -68,7 +76,7 @@ class AnthropicProvider(SDKProvider):
         if breakpoints < MAX_BREAKPOINTS:
             anchor = _last_user_text(messages)
             if anchor is not None:
-                anchor["cache_control"] = dict(ephemeral)
+                anchor["cache_control"] = _marker(history_ttl)
         messages.append({"role": "user", "content": user_content})
         messages.extend(loop)
         # Never above the model's maximum output: the API refuses "max_tokens: N > M, which is the
@@ -102,6 +110,8 @@ class AnthropicProvider(SDKProvider):
                 if kind == "message_start":  # read even when stopping: the prompt was counted
                     u = event.message.usage
                     usage.cache_write = u.cache_creation_input_tokens or 0
+                    # the part written for an hour (usage.cache_creation splits the writes by TTL)
+                    usage.cache_write_1h = getattr(u.cache_creation, "ephemeral_1h_input_tokens", 0) or 0
                     usage.cache_read = u.cache_read_input_tokens or 0
                     usage.input = (u.input_tokens or 0) + usage.cache_write + usage.cache_read
                     usage.output = u.output_tokens or 0
@@ -154,6 +164,11 @@ class AnthropicProvider(SDKProvider):
             return ProviderError("The connection to Anthropic was cut mid-reply; the partial reply is kept, "
                                  f"marked incomplete ({type(exc).__name__}).", kind="cut")
         return err
+
+
+def _marker(ttl: str) -> dict:
+    """A breakpoint's cache_control: 5 minutes is the API's default (no `ttl` sent), one hour says so."""
+    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
 
 
 def _tool_call(block: dict) -> ToolCall:

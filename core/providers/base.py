@@ -31,14 +31,19 @@ class Usage:
     output: int = 0
     cache_write: int = 0
     cache_read: int = 0
+    cache_write_1h: int = 0  # the part of cache_write written for one hour (Anthropic reports the split)
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(self.input + other.input, self.output + other.output,
-                     self.cache_write + other.cache_write, self.cache_read + other.cache_read)
+                     self.cache_write + other.cache_write, self.cache_read + other.cache_read,
+                     self.cache_write_1h + other.cache_write_1h)
 
     def as_dict(self) -> dict:
-        return {"input": self.input, "output": self.output, "cache_write": self.cache_write,
-                "cache_read": self.cache_read}
+        out = {"input": self.input, "output": self.output, "cache_write": self.cache_write,
+               "cache_read": self.cache_read}
+        if self.cache_write_1h:
+            out["cache_write_1h"] = self.cache_write_1h
+        return out
 
 
 @dataclass

@@ -119,18 +119,20 @@ class ModelFacts:
                 f"output tokens and a {self.min_cacheable:,}-token cache minimum")
 
     def cost(self, usage, ttl: str = "5m") -> float | None:
-        """USD of one request's `core.providers.base.Usage`, its cache writes at the price of `ttl`
-        (chat.cache_ttl). Usage's `input` counts every prompt token (the Anthropic provider adds its
-        separate cache fields to it; OpenAI's cached_tokens is already a part of prompt_tokens), so the
-        plain input is what is left after the cache reads and writes. With "1h" Anthropic's system block
-        is written for an hour and the user message for 5 minutes, and the usage does not split them:
-        every write is priced at the 1-hour price, the stricter, never under-reporting spend."""
+        """USD of one request's `core.providers.base.Usage`. Usage's `input` counts every prompt token
+        (the Anthropic provider adds its separate cache fields to it; OpenAI's cached_tokens is already a
+        part of prompt_tokens), so the plain input is what is left after the cache reads and writes. The
+        writes Anthropic reports as one-hour ones (`cache_write_1h`, from usage.cache_creation) are priced
+        at the 1-hour price; the rest at the price of `ttl` (chat.cache_ttl): with "1h" a usage stored
+        before the split was recorded is priced whole at the 1-hour price, the stricter, never
+        under-reporting spend."""
         write = self.cache_write_1h if ttl == "1h" else self.cache_write_5m
-        if None in (self.input, write, self.cache_read, self.output):
+        if None in (self.input, write, self.cache_write_1h, self.cache_read, self.output):
             return None
         plain = usage.input - usage.cache_read - usage.cache_write if self.provider == "anthropic" else \
             usage.input - usage.cache_read
-        return (max(0, plain) * self.input + usage.cache_write * write
+        one_hour = min(getattr(usage, "cache_write_1h", 0) or 0, usage.cache_write)
+        return (max(0, plain) * self.input + (usage.cache_write - one_hour) * write + one_hour * self.cache_write_1h
                 + usage.cache_read * self.cache_read + usage.output * self.output) / 1e6
 
 

@@ -81,6 +81,25 @@ class Suffix:
 
 
 @dataclass
+class CachePlan:
+    """How long a provider with explicit cache breakpoints (Anthropic) keeps the parts of a request that
+    outlive a turn, as core/chat/cache_policy.py chose it: `system_ttl` for the breakpoint closing the
+    system part, `history_ttl` for the ones in and closing the history ("5m" or "1h"; never a 1h one
+    after a 5m one). `reason` is the sentence the Context viewer and `cairn context` show;
+    `expected_usd` the expected cost per turn of each plan weighed ({"system/history": USD})."""
+
+    system_ttl: str = "5m"
+    history_ttl: str = "5m"
+    reason: str = ""
+    expected_usd: dict = field(default_factory=dict)
+    gaps_s: tuple = ()  # the gaps between turns the choice was made on, oldest first (seconds)
+
+    def as_dict(self) -> dict:
+        return {"system_ttl": self.system_ttl, "history_ttl": self.history_ttl, "reason": self.reason,
+                "expected_usd_per_turn": dict(self.expected_usd), "gaps_s": [round(g, 1) for g in self.gaps_s]}
+
+
+@dataclass
 class ContextRequest:
     """Provider-neutral request: providers lay it out in this order and add cache markers."""
 
@@ -89,6 +108,9 @@ class ContextRequest:
     user_text: str
     suffix: Suffix
     model: str
+    # The TTLs of the breakpoints that outlive a turn (core/chat/cache_policy.py); None: the provider's
+    # configured default (a side request: one request, nothing to carry over).
+    cache: CachePlan | None = None
 
     def blocks(self) -> list[Block]:
         out = [Block("tools", json.dumps(self.snapshot.tools, ensure_ascii=False), True),

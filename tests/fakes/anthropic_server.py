@@ -198,14 +198,37 @@ def breakpoints_of(body: dict, blocks: list[Block]) -> list[tuple[int, str]]:
     if len(bps) > MAX_BREAKPOINTS:
         raise CacheRequestError(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(bps)}.")
     seen_5m = False
-    for _, ttl in bps:
+    for position, ttl in bps:
         if ttl == "5m":
             seen_5m = True
         elif seen_5m:
+            # The API's 400 (kristianvast/hermes-claude-auth issue 31; headroomlabs-ai/headroom issue 2939:
+            # "messages.15.content.1: ..."), naming the 1h block that came too late.
+            path = _block_paths(body)[position] if position < len(blocks) else "cache_control"
             raise CacheRequestError(
-                "A cache_control block with ttl='1h' must not come after a cache_control block with ttl='5m'."
+                f"{path}.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' "
+                "cache_control block. Note that blocks are processed in the following order: `tools`, "
+                "`system`, `messages`."
             )
     return bps
+
+
+def _block_paths(body: dict) -> list[str]:
+    """The API's path of each canonical block (``tokens.anthropic_blocks``' order): tools.N, system.N,
+    messages.N.content.M."""
+    paths = [f"tools.{i}" for i, _ in enumerate(body.get("tools") or [])]
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        paths.append("system")
+    elif isinstance(system, list):
+        paths += [f"system.{i}" for i, _ in enumerate(system)]
+    for m, msg in enumerate(body.get("messages") or []):
+        content = msg.get("content")
+        if isinstance(content, str):
+            paths.append(f"messages.{m}.content")
+        elif isinstance(content, list):
+            paths += [f"messages.{m}.content.{j}" for j, _ in enumerate(content)]
+    return paths
 
 
 def _ttl_of(cc: Any) -> str:

@@ -39,6 +39,7 @@ def cache_line(model: str, facts, prefix_est: int) -> str:
 def cmd_context(args, out: Out) -> int:
     """The exact request body the next message would send, and its blocks (no key needed)."""
     from core.chat.preview import next_request
+    from core.chat.request import cache_note
     from core.providers.base import Turn
     from core.providers.factory import preview_provider
 
@@ -58,6 +59,7 @@ def cmd_context(args, out: Out) -> int:
         body = provider.body(Turn(request, [], preview.chat_key))
         blocks = [b.summary() for b in request.blocks()]
         window = preview.window(args.message)  # what the context-window policy would cut, or refuse
+        policy = cache_note(request, provider)  # the TTLs chosen from the chat's pace (core/chat/cache_policy.py)
     facts = provider.facts
     prefix_est = sum(b["tokens_est"] for b in blocks if b["cached"])
     result = {"provider": provider.name, "model": provider.model, "blocks": blocks,
@@ -68,6 +70,8 @@ def cmd_context(args, out: Out) -> int:
                         "model_known": facts.known, "assumed": facts.assumed,
                         "retirement": facts.retirement(),
                         "context_window": facts.context_window,
+                        "policy": policy,
+                        "plan": request.cache.as_dict() if request.cache is not None else None,
                         "last_reported_usage": last_usage},
               "body": body}
     if out.as_json:
@@ -83,6 +87,8 @@ def cmd_context(args, out: Out) -> int:
         cache = result["cache"]
         if provider.name != "offline":
             out.text(cache_line(provider.model, facts, prefix_est), style="yellow" if prefix_est < facts.min_cacheable else "dim")
+            if policy:
+                out.text(policy, style="dim")
             if facts.assumed:
                 out.text(facts.assumed, style="yellow")
             if facts.retirement():

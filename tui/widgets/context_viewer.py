@@ -136,6 +136,7 @@ class _Blocks(Message, bubble=False):
     agent_line: str = ""  # the agent, its model and its two scopes (core/agent/profiles.py facts_line)
     window: object = None  # what the context-window policy would do (core/chat/window.py Prediction)
     facts: object = None  # the model's facts, from the provider that would send (core/providers/models.py)
+    cache_note: str = ""  # how long the cache keeps the prefix, and why (core/chat/cache_policy.py)
 
 
 @dataclass
@@ -350,6 +351,7 @@ class ContextViewer(VerticalScroll):
     @work(thread=True, exclusive=True, group="viewer-blocks", exit_on_error=False)
     def _build(self, seq: int, focus_seq: int, draft: str, chat_id: int | None, focus) -> None:
         from core.chat.preview import next_request
+        from core.chat.request import cache_note
         from core.graph.store import Store
 
         cfg = self.services.config
@@ -365,7 +367,8 @@ class ContextViewer(VerticalScroll):
                 provider = preview.provider  # on the agent's model (core/chat/request.py model_for)
                 self.post_message(_Blocks(seq, focus_seq, blocks, provider.name, provider.model, chat_id,
                                           len(request.node_ids), retrieval_note=note, agent_line=preview.agent_line,
-                                          window=preview.window(draft), facts=provider.facts))
+                                          window=preview.window(draft), facts=provider.facts,
+                                          cache_note=cache_note(request, provider)))
         except Exception as exc:
             self.post_message(_Blocks(seq, focus_seq, [], provider.name, provider.model, chat_id, 0,
                                       error=f"{type(exc).__name__}: {exc}"))
@@ -397,6 +400,7 @@ class ContextViewer(VerticalScroll):
         self._agent_line = message.agent_line
         self._window = message.window
         self._facts = message.facts
+        self._cache_note = message.cache_note
         widgets = []
         for name, cached, tokens, text in blocks:
             if message.retrieval_note and name in ("retrieved", "datetime") and not any(
@@ -440,6 +444,8 @@ class ContextViewer(VerticalScroll):
                         style="" if long_enough else "bold")
             text.append("the prefix is long enough." if long_enough else "this prefix is too short to be cached.",
                         style="" if long_enough else "bold")
+        if provider != "offline" and getattr(self, "_cache_note", ""):
+            text.append("\n" + printable(self._cache_note))
         if provider != "offline" and facts.assumed:
             text.append(f"\n{facts.assumed}", style="bold")
         if provider != "offline" and facts.retirement():
