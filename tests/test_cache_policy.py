@@ -93,6 +93,7 @@ def test_other_providers_are_told_what_they_do_by_themselves():
         "OpenAI caches the prefix by itself from 1,024 tokens; there is no cache lifetime to choose per request")
     assert "keeps it 24 h" in cp.note_for("openai", models.facts("gpt-4.1", "openai"), "1h")
     assert cp.note_for("offline", models.facts("", "offline"), "auto") == ""
+    assert cp.note_for("openai", models.facts("llama3", local=True), "auto") == ""
 
 
 def test_the_pace_is_measured_from_the_last_request_of_each_turn():

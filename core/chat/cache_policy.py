@@ -203,10 +203,8 @@ def plan(facts: ModelFacts, configured: str, sizes: Sizes, pace: Pace) -> CacheP
 
 def note_for(provider_name: str, facts: ModelFacts, configured: str) -> str:
     """What the cache policy does for a provider that has no breakpoints to time (shown instead of a plan)."""
-    if provider_name == "offline":
+    if provider_name == "offline" or facts.provider == "local":  # a local server: the minimum's line says it
         return ""
-    if facts.provider == "local" or not facts.min_cacheable:
-        return "a local server reuses any common prefix by itself; there is no cache lifetime to choose"
     if facts.provider == "openai":
         kept = (" and keeps it 24 h (chat.cache_ttl = \"1h\")" if configured == "1h" and facts.cache_retention_24h
                 else "")
