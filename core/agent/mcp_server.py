@@ -565,4 +565,4 @@ def _cairn_command() -> tuple[str, list[str]]:
     found = shutil.which("cairn")
     if found:
         return str(Path(found).absolute()), []
-    return str(Path(sys.executable).absolute()), ["-m", "tui.cli"]
+    return str(Path(sys.executable).absolute()), ["-m", "cairn"]  # cairn/__main__.py, installed or in a checkout

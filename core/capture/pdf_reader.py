@@ -3,8 +3,9 @@
 `read_pdf(name, data)` returns the pages' text, PDFium's soft spaces (see pdfium_pages) and the title in
 the document's information, or raises CaptureError in one sentence: password-protected, damaged, a
 reader that crashed on the file, ran out of memory or took longer than READ_SECONDS. The child runs with
-the interpreter running Cairn (`sys.executable -m core.capture.pdfium_pages`), so an installed Cairn
-finds its own modules; nothing is written to disk.
+the interpreter running Cairn, started on this copy's pdfium_pages.py by its path and with -I (no cwd,
+script folder, PYTHONPATH or user site on sys.path), so it is Cairn's reader whatever folder the user is
+in and wherever Cairn is installed (site-packages/cairn/core/... or a checkout); nothing is written to disk.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.errors import InvalidInput
 
+CHILD = Path(__file__).resolve().with_name("pdfium_pages.py")
 READ_SECONDS = 300.0  # a PDF reads at 90-500 pages a second (bench/pdf_extract.py); 300 s is far past any book
 
 
@@ -37,7 +40,7 @@ class PdfText:
 def read_pdf(data: bytes, *, timeout: float | None = None) -> PdfText:
     timeout = READ_SECONDS if timeout is None else timeout
     try:
-        done = subprocess.run([sys.executable, "-I", "-m", "core.capture.pdfium_pages"], input=data, capture_output=True,
+        done = subprocess.run([sys.executable, "-I", str(CHILD)], input=data, capture_output=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         raise PdfRefused(f"took the PDF reader longer than {timeout:g} s, so it was stopped; nothing was "

@@ -1,4 +1,5 @@
-"""A PDF's text page by page through PDFium, run as a child process: `python -m core.capture.pdfium_pages`.
+"""A PDF's text page by page through PDFium, run as a child process: `python -I path/to/pdfium_pages.py`.
+It imports only the standard library and pypdfium2 (run by its path, it has no `core` to import from).
 
 PDFium (Chrome's PDF engine, through pypdfium2) reads the words of real PDFs closest to poppler's
 `pdftotext` of the readers measured (bench/pdf_extract.py, issue 24 item 2). It is C: it runs in a
