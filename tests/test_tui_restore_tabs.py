@@ -121,6 +121,14 @@ def test_restore_follows_merges_through_later_merges(store, four):
     store.delete_node(delta)  # the survivor is gone too: nothing to open
     assert focus_tabs.restore(store) == focus_tabs.Tabs()
 
+    a, b, c = (store.add_node(t, "")["id"] for t in ("A", "B", "C"))
+    focus_tabs.save(store, [alpha, a, b, c], a)
+    store.delete_node(a)
+    merge.apply(store, merge.plan(store, alpha, b))  # the active tab's neighbour merged into the first tab
+    tabs = focus_tabs.restore(store)
+    assert [i for i, _ in tabs.open] == [alpha, c]
+    assert tabs.primary == c  # the tab now standing where the active one stood, not the merged one's survivor
+
     store.set_meta(focus_tabs.KEY, "not json")  # a hand-edited value: nothing reopened, no error
     assert focus_tabs.restore(store) == focus_tabs.Tabs()
 

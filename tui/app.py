@@ -23,7 +23,7 @@ from core.graph import history
 from core.safe_text import printable
 from tui.flows.focus_tabs import TabKeeper
 from tui.key_handoff import KeyHandoff
-from tui.messages import EditInEditor, FocusChanged, NodesChanged, OpenNode, ReviewLinks
+from tui.messages import EditInEditor, FocusChanged, FollowLink, NodesChanged, OpenNode, ReviewLinks
 from tui.run_requests import RunRequests
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
@@ -361,6 +361,13 @@ class CairnApp(App):
         from tui.flows import external_editor
 
         external_editor.start_new(self)
+
+    @on(FollowLink)
+    def _follow_link(self, message: FollowLink) -> None:
+        """enter on (or a click at) a [[link]] in a Focus tab: its note opens (tui/flows/note_links.py)."""
+        from tui.flows import note_links
+
+        note_links.follow_links(self, message.node, message.links, message.chosen)
 
     @on(EditInEditor)
     def _edit_in_editor(self, message: EditInEditor) -> None:

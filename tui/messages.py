@@ -39,6 +39,16 @@ class EditInEditor(Message):
 
 
 @dataclass
+class FollowLink(Message):
+    """Follow a [[link]] in a note's text (enter or a click in a Focus tab; tui/flows/note_links.py):
+    `links` (core.vault.parse.WikiLink) in the text's order, `chosen` the one meant (None: offer them)."""
+
+    node: dict | None  # the note they are in (a link resolves nearest to it)
+    links: tuple
+    chosen: int | None = None
+
+
+@dataclass
 class ReviewLinks(Message):
     """Review the links proposed for a node: "integrate" (related nodes) or "mention" (nodes its text names)."""
 

@@ -98,19 +98,18 @@ def restore(store) -> Tabs:
         titles.update({row["id"]: row["title"] for row in store.db.execute(
             "SELECT id, title FROM nodes WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(sorted(extra)),))})
     opened: list[int] = []
-    now_of: dict[int, int | None] = {}
-    for node_id in ids:
+    placed_before_primary = 0  # tabs placed by the ids before the active one
+    active = None
+    for index, node_id in enumerate(ids):
         now = node_id if node_id in titles else survivors.get(node_id)
         if now is not None and now not in titles:
             now = None  # merged into a node that is gone as well
-        now_of[node_id] = now
+        if node_id == primary:
+            active = now
         if now is not None and now not in opened:
             opened.append(now)
-    active = now_of.get(primary) if primary in now_of else None
-    if active is None and opened and primary in ids:
-        after = [now_of[i] for i in ids[ids.index(primary) + 1:] if now_of[i] is not None]
-        before = [now_of[i] for i in ids[:ids.index(primary)] if now_of[i] is not None]
-        active = after[0] if after else before[-1]
-    if active is None and opened:
-        active = opened[-1]
+            if primary in ids and index < ids.index(primary):
+                placed_before_primary += 1
+    if active is None and opened:  # the tab now standing where the active one stood, else the last
+        active = opened[min(placed_before_primary, len(opened) - 1)]
     return Tabs(tuple((i, titles[i]) for i in opened), active)

@@ -121,6 +121,33 @@ def find_links(masked: str) -> list[Link]:
     return links
 
 
+@dataclass(frozen=True)
+class WikiLink:
+    """A `[[Note]]`, `[[Note|alias]]` or `[[Note#Heading]]` in a text, where it stands (`start`, `end`)."""
+
+    start: int
+    end: int
+    link: Link
+    shown: str  # what a reader sees: the alias, else the target (and heading) as written
+
+
+def wikilinks(text: str) -> list[WikiLink]:
+    """The links to notes in a text, in order: outside code and comments, not embeds (`![[…]]`),
+    not a same-note `[[#Heading]]`."""
+    found = []
+    for m in _WIKILINK.finditer(mask_code(text)):
+        if m.group(1):
+            continue
+        link = _wikilink(m.group(2), "wiki")
+        if link is None or not link.target:
+            continue
+        inner = text[m.start(2):m.end(2)]
+        parts = re.split(r"\\?\|", inner, maxsplit=1)  # as _wikilink splits it
+        alias = parts[1].strip() if len(parts) > 1 else ""
+        found.append(WikiLink(m.start(), m.end(), link, alias or inner.strip()))
+    return found
+
+
 def find_tags(masked: str) -> list[str]:
     tags = []
     for m in _TAG.finditer(masked):

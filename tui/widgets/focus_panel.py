@@ -37,8 +37,9 @@ if TYPE_CHECKING:  # NodeView (markdown, the editor) is imported when the first 
 TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
 TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
-               "integrate"}
-NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate", "node_history", "neighbourhood"}
+               "integrate", "follow_link"}
+NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate", "node_history", "neighbourhood",
+              "follow_link"}
 
 
 def tab_label(title: str) -> Content:
@@ -66,6 +67,8 @@ class FocusPanel(Vertical):
         Binding("i", "integrate", "Integrate the focused node", id="integrate", show=False),
         Binding("h", "node_history", "History", id="node_history", show=False),  # f1 help, the palette, README
         Binding("g", "neighbourhood", "Neighbourhood", id="neighbourhood", show=False),
+        # Reading a note: its [[link]] (the one under a long text's cursor, else a list). f1, README
+        Binding("enter", "follow_link", "Follow [[link]]", id="follow_link", show=False),
         # With the keyboard on the tab strip, the reading keys scroll the active tab (its read view
         # has the same keys when it holds the keyboard itself).
         Binding("up", "scroll_view('scroll_up')", "Scroll up", id="tab_scroll_up", show=False),
@@ -390,6 +393,8 @@ class FocusPanel(Vertical):
             return False
         if action in NEEDS_NODE and (view.node is None or view.editing):
             return False
+        if action == "follow_link" and not view.links:
+            return False  # enter does nothing on a note without [[links]]
         return True
 
     def action_close_tab(self) -> None:
@@ -484,6 +489,12 @@ class FocusPanel(Vertical):
             from tui.screens.neighbourhood import NeighbourhoodScreen
 
             self.app.push_screen(NeighbourhoodScreen(self.services, view.node_id))
+
+    def action_follow_link(self) -> None:
+        """enter while reading: follow a [[link]] in the note's text (tui/flows/note_links.py)."""
+        view = self.active_view
+        if view is not None and view.node is not None:
+            view.follow_link()
 
     def action_integrate(self) -> None:
         """i: proposed edges for the active node; the app opens the review (tui.flows.link_review)."""

@@ -31,7 +31,8 @@ from core.errors import InvalidInput, NotFound
 from core.graph import retirement
 from core.safe_text import printable
 from core.graph.store import NO_EXPLANATION, clean_dimensions, clean_event_date
-from tui.messages import NodesChanged, OpenNode
+from core.vault.parse import wikilinks
+from tui.messages import FollowLink, NodesChanged, OpenNode
 from tui.widgets.mention_hint import MentionHint
 from tui.services import Services
 from tui.widgets.text_field import is_text_field  # noqa: F401  (node_view's keys use it too)
@@ -131,13 +132,33 @@ class SourceDisplay:
     markdown: bool
     length: int  # of the whole source
     truncated: bool
+    # its [[links]] (tui/flows/note_links.py): where they stand in `text`, or, shown as Markdown, in order
+    links: tuple = ()
 
     @classmethod
     def of(cls, source: str) -> "SourceDisplay":
         shown = printable(source[:SOURCE_DISPLAY_LIMIT])
         short = len(shown) <= MARKDOWN_CHAR_LIMIT and (
             sum(1 for line in shown.splitlines() if line.strip()) <= MARKDOWN_LINE_LIMIT)
-        return cls(shown, short, len(source), len(source) > SOURCE_DISPLAY_LIMIT)
+        text, links = linkify(shown) if short else (shown, tuple(wikilinks(shown)))
+        return cls(text, short, len(source), len(source) > SOURCE_DISPLAY_LIMIT, links)
+
+
+LINK_SCHEME = "cairn-link:"  # the Markdown view's href of the [[link]] numbered after it
+
+
+def linkify(text: str) -> tuple[str, tuple]:
+    """The text for the Markdown view, each `[[Note]]` / `[[Note|alias]]` (core.vault.parse `wikilinks`:
+    outside code, not embeds) a link that shows its alias (else its target) and that a click follows
+    (tui/flows/note_links.py); and the links, in order."""
+    links = tuple(wikilinks(text))
+    parts, at = [], 0
+    for number, link in enumerate(links):
+        shown = link.shown.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
+        parts += [text[at:link.start], f"[{shown}](<{LINK_SCHEME}{number}>)"]
+        at = link.end
+    parts.append(text[at:])
+    return "".join(parts), links
 
 
 def editable_fields(node: dict) -> dict[str, Any]:
@@ -241,7 +262,7 @@ class NodeView(Vertical):
                 yield Label("Edges", classes="node-section node-edges-heading")
                 yield _hidden(EdgeList(classes="node-edges"))
                 yield Static(Text("No edges yet. ctrl+e links this node to another."), classes="node-no-edges")
-                yield Label("Source", classes="node-section")
+                yield Label("Source", classes="node-section node-source-heading")
                 yield _hidden(Static(classes="node-source-note"))
                 yield Markdown(classes="node-source", open_links=False)
                 yield _hidden(SourceText(classes="node-source-text", read_only=True, soft_wrap=True))
@@ -468,6 +489,9 @@ class NodeView(Vertical):
             note.update(Text(f"A long note ({source.length:,} characters): shown as markdown text. "
                              "Tab into it to scroll."))
         note.display = source.truncated or not source.text.strip() or not source.markdown
+        count = len(source.links)
+        self.query_one(".node-source-heading", Label).update(
+            Text(f"Source · enter follows its {'link' if count == 1 else f'{count} links'}" if count else "Source"))
         if source == self._shown_source:  # re-rendering an unchanged source is wasted work
             return
         self._shown_source = source
@@ -483,10 +507,30 @@ class NodeView(Vertical):
             text_view.language = "markdown"
             text_view.load_text(source.text)
 
+    @property
+    def links(self) -> tuple:
+        """The [[links]] in the text shown (core.vault.parse.WikiLink)."""
+        return self._shown_source.links if self._shown_source is not None else ()
+
+    def follow_link(self) -> None:
+        """enter while reading: the [[link]] under the long text's cursor, else the note's one link, else
+        a list of them (the app's FollowLink, tui/flows/note_links.py)."""
+        source, chosen = self._shown_source, None
+        text_view = self.query_one(".node-source-text", TextArea)
+        if text_view.has_focus and source is not None and not source.markdown:
+            offset = text_view.document.get_index_from_location(text_view.cursor_location)
+            chosen = next((n for n, link in enumerate(self.links) if link.start <= offset < link.end), None)
+        self.app.post_message(FollowLink(self.node, self.links, chosen))
+
     @on(Markdown.LinkClicked)
     def _link_clicked(self, event: Markdown.LinkClicked) -> None:
         event.stop()
         href = event.href.strip()
+        if href.startswith(LINK_SCHEME):
+            number = int(href.removeprefix(LINK_SCHEME))
+            if number < len(self.links):
+                self.app.post_message(FollowLink(self.node, self.links, number))
+            return
         if href.lower().startswith(("http://", "https://")):
             self.app.open_url(href)
         else:
