@@ -3,12 +3,17 @@
 Lists the key bindings that act where the focus is (the focused widget and its ancestors, nearest
 first) and those that act everywhere (the app), with each binding's key as currently mapped, its
 description and its id — the name to use in the config file's [keymap] table to remap it.
+
+The ids are shown whole at every width (the note below the table asks for them; at 80 columns they
+were cut to `send_messag`, issue 26): the Id, Where and Key columns take their full widths and the
+Action column the rest, its descriptions wrapping onto more lines (see column_widths).
 """
 
 from __future__ import annotations
 
 import re
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingsMap
@@ -84,6 +89,32 @@ def binding_rows(focused, app) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+COLUMNS = ("Where", "Key", "Action", "Id")
+ACTION_MIN = 12  # the Action column's least width before the Key column wraps too
+KEY_MIN = 9  # the Key column's least width ("ctrl+j," and "alt+enter" on two lines)
+
+
+def column_widths(rows: list[tuple[str, str, str, str]], room: int, padding: int = 1) -> list[int]:
+    """Content widths of the Where, Key, Action and Id columns in `room` cells (each column also takes
+    `padding` cells each side): Where and Id whole, Key whole while the Action column keeps
+    ACTION_MIN, Action what is left (its text wraps). When even that does not fit, the table scrolls
+    sideways; an id is never cut."""
+    where, keys, action, ident = (max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(COLUMNS))
+    left = room - 2 * padding * len(COLUMNS) - where - ident
+    keys = max(min(keys, left - ACTION_MIN), min(keys, KEY_MIN))
+    action = max(min(action, left - keys), ACTION_MIN)
+    return [where, keys, action, ident]
+
+
+class HelpTable(DataTable):
+    """The bindings table, its columns fitted to its width whenever that changes."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            screen.fill_table()
+
+
 class HelpScreen(ModalScreen):
     BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="close_help")]
 
@@ -100,7 +131,7 @@ class HelpScreen(ModalScreen):
         with Vertical(id="help-dialog", classes="dialog"):
             yield Static(Text(printable(f"Keys for {pane} (nearest first), then those that work everywhere")),
                          classes="dialog-title")
-            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+            yield HelpTable(id="help-table", cursor_type="row", zebra_stripes=True)
             try:
                 where = str(config_path())
             except Exception:
@@ -111,9 +142,24 @@ class HelpScreen(ModalScreen):
         yield Footer()  # its own key (esc Close), not the main screen's, which do nothing here
 
     def on_mount(self) -> None:
+        self.rows = [tuple(printable(cell) for cell in row) for row in binding_rows(self.focused_widget, self.app)]
+        self._widths: list[int] = []
+        self.fill_table()
+        self.query_one("#help-table", DataTable).focus()
+
+    def fill_table(self) -> None:
+        """(Re)build the table with columns that fit its width (before the first layout: the screen's)."""
         table = self.query_one("#help-table", DataTable)
-        table.add_columns("Where", "Key", "Action", "Id")
-        for where, keys, description, ident in binding_rows(self.focused_widget, self.app):
-            table.add_row(Text(printable(where)), Text(printable(keys)), Text(printable(description)),
-                          Text(printable(ident)))
-        table.focus()
+        room = (table.size.width or self.app.size.width) - table.styles.scrollbar_size_vertical
+        widths = column_widths(self.rows, room, table.cell_padding)
+        if widths == self._widths:
+            return
+        self._widths = widths
+        row = table.cursor_row
+        table.clear(columns=True)
+        for label, width in zip(COLUMNS, widths):
+            table.add_column(label, width=width)
+        for cells in self.rows:
+            # height None: as many lines as the wrapped description needs; the others stay whole
+            table.add_row(*(Text(cell) for cell in cells), height=None)
+        table.move_cursor(row=min(row, table.row_count - 1))

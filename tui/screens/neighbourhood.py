@@ -4,6 +4,8 @@ lines (tui/widgets/neighbourhood_map.py), the highlighted edge's explanation und
 Arrows move the highlight (up/down in a column, left/right across); `enter` centres the picture on the
 highlighted node, `backspace` goes back to the node centred before; `o` opens the highlighted node in a
 Focus tab; `escape` closes. The graph is read in a worker; a resize draws it again for the new size.
+The explanation line has a fixed height (the picture must not move): a longer text ends at a whole
+word with an ellipsis (the node's Edges list in Focus has it all).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.widgets import Footer, Static
 from core.errors import CairnError
 from core.graph.neighbourhood import Neighbourhood
 from core.safe_text import printable
+from tui.fit_text import clip_lines
 from tui.messages import OpenNode
 from tui.widgets import neighbourhood_map as picture
 
@@ -146,7 +149,15 @@ class NeighbourhoodScreen(ModalScreen[None]):
     def _describe(self) -> None:
         canvas = self.query_one(NeighbourhoodMap)
         if canvas.hood is not None:
-            self.query_one("#map-edge", Static).update(Text(picture.describe(canvas.hood, canvas.current)))
+            line = self.query_one("#map-edge", Static)
+            text = picture.describe(canvas.hood, canvas.current)
+            room = line.content_size
+            if room.width and room.height:
+                text = "\n".join(clip_lines(text, room.width, room.height))
+            line.update(Text(text))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._describe)  # the line's new width, once laid out
 
     def action_move(self, rows: int, columns: int) -> None:
         self.query_one(NeighbourhoodMap).move(rows, columns)

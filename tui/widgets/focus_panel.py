@@ -29,12 +29,12 @@ from core.chat.focus import Focus
 from core.safe_text import printable
 from tui.messages import EditInEditor, FocusChanged, NodesChanged, ReviewLinks
 from tui.services import Services
+from tui.tab_labels import TAB_LABEL_WIDTH, tab_labels
 from tui.widgets.text_field import is_text_field
 
 if TYPE_CHECKING:  # NodeView (markdown, the editor) is imported when the first tab opens, not at startup
     from tui.widgets.node_view import NodeView
 
-TAB_LABEL_WIDTH = 24
 EMPTY_HINT = "Open a node with enter in the Nodes pane, / to search."
 TAB_ACTIONS = {"close_tab", "prev_tab", "next_tab", "edit_node", "edit_in_editor", "new_edge", "copy_node",
                "integrate", "follow_link"}
@@ -42,11 +42,11 @@ NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate
               "follow_link"}
 
 
-def tab_label(title: str) -> Content:
-    title = " ".join(printable(title).split()) or "Untitled"
-    if len(title) > TAB_LABEL_WIDTH:
-        title = title[: TAB_LABEL_WIDTH - 1].rstrip() + "…"
-    return Content(title)  # plain Content: a "[bold]" in a title stays literal
+def tab_label(title: str, others: tuple[str, ...] = ()) -> Content:
+    """A tab's label; `others`, the other open tabs' titles, for telling apart titles that share a
+    start (tui/tab_labels.py)."""
+    label = tab_labels([printable(title), *map(printable, others)], TAB_LABEL_WIDTH)[0]
+    return Content(label)  # plain Content: a "[bold]" in a title stays literal
 
 
 class EmptyHint(Static, can_focus=True):
@@ -98,6 +98,7 @@ class FocusPanel(Vertical):
         self._serial = 0  # reopened while its old pane is still being removed never clashes)
         self._posted: Focus | None = None
         self._title = ""  # the border title last set
+        self._titles: dict[int, str] = {}  # node id -> its tab's title, for the labels (_relabel)
 
     def compose(self) -> ComposeResult:
         yield EmptyHint(Text(EMPTY_HINT), classes="focus-empty")
@@ -216,7 +217,9 @@ class FocusPanel(Vertical):
         view = self._views[node_id] = NodeView(self.services, node_id, classes="node-view", load_now=load_now)
         if not self.tabs.tab_count:
             self._auto_pane = pane
-        added = self.tabs.add_pane(TabPane(tab_label(title or f"#{node_id}"), view, id=pane))
+        self._titles[node_id] = title or f"#{node_id}"
+        others = tuple(self._titles[n] for n in self._order if n != node_id and n in self._titles)
+        added = self.tabs.add_pane(TabPane(tab_label(self._titles[node_id], others), view, id=pane))
         self.tabs.display = True
         self.query_one(".focus-empty").display = False
 
@@ -227,6 +230,7 @@ class FocusPanel(Vertical):
                 await added
             finally:
                 self._adding.discard(pane)
+            self._relabel()  # the other tabs, if the new title shares their labels
             if self._panes.get(node_id) == pane and self._wanted == node_id and self._tab_there(pane):
                 self._activate(node_id, take_keyboard=take_keyboard)  # not overtaken by a later open, nor torn down
 
@@ -298,10 +302,12 @@ class FocusPanel(Vertical):
         self._order.remove(node_id)
         successor = self._order[min(index, len(self._order) - 1)] if self._order else None
         self._views.pop(node_id, None)
+        self._titles.pop(node_id, None)
         removed = self.tabs.remove_pane(self._panes.pop(node_id))
 
         async def settle() -> None:
             await removed
+            self._relabel()  # a tab that shared its label with the closed one shows its start again
             if was_primary and successor is not None and successor in self._order:
                 self._activate(successor, take_keyboard=had_keyboard)
             else:
@@ -346,18 +352,31 @@ class FocusPanel(Vertical):
         if self.view(message.view.node_id) is not message.view:
             return  # a closing tab's late answer
         try:
-            tab = self.tabs.get_tab(self._panes[message.view.node_id])
+            self.tabs.get_tab(self._panes[message.view.node_id])
         except Exception:  # the tab closed while the node loaded
             return
-        label = tab_label(message.node["title"])
-        if tab.label != label:  # opened without its title (or renamed since)
-            tab.label = label
-            # Textual measures the underline before the new label is laid out: re-align it after.
-            self.call_after_refresh(self._realign_underline)
+        self._titles[message.view.node_id] = message.node["title"]
+        self._relabel()  # opened without its title (or renamed since)
         self.refresh_bindings()  # e, ctrl+e and c apply now that the node is loaded
 
     def _realign_underline(self) -> None:
         self._align_strip()
+
+    def _relabel(self) -> None:
+        """Label each open tab from its title, told apart from the other tabs' (tui/tab_labels.py)."""
+        ids = [n for n in self._order if n in self._titles]
+        changed = False
+        for node_id, label in zip(ids, tab_labels([printable(self._titles[n]) for n in ids], TAB_LABEL_WIDTH)):
+            try:
+                tab = self.tabs.get_tab(self._panes[node_id])
+            except (NoMatches, ValueError):
+                continue  # still being added
+            if tab.label != Content(label):
+                tab.label = Content(label)  # plain Content: a "[bold]" in a title stays literal
+                changed = True
+        if changed:
+            # Textual measures the underline before the new label is laid out: re-align it after.
+            self.call_after_refresh(self._realign_underline)
 
     def on_node_view_missing(self, message: NodeView.Missing) -> None:
         view = message.view
