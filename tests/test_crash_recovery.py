@@ -166,8 +166,11 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _note_text(rng: random.Random, i: int) -> tuple[str, str]:
-    paragraphs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 12))).capitalize() + "."
-                  for _ in range(rng.randint(1, 3))]
+    # Every seventh note is long (several chunks): the index run gives it its first chunk in one batch
+    # and the rest in a later one (coverage first, core/index/work_order.py), so kills land between too.
+    long = i % 7 == 3
+    paragraphs = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 60) if long else rng.randint(5, 12)))
+                  .capitalize() + "." for _ in range(rng.randint(6, 9) if long else rng.randint(1, 3))]
     return f"Note {i} {rng.choice(WORDS)}", "\n\n".join(paragraphs)
 
 
@@ -233,7 +236,8 @@ def _doctor_cli(cmd, env, db_path: Path, stats: Stats, *, expect_clean: bool) ->
 
 # == 1. kill -9 during `cairn index` ==================================================================
 def _check_index_state(db_path: Path, notes: list[tuple[int, str, str]], stats: Stats) -> dict[str, int]:
-    """Integrity; every note as committed; indexed notes fully indexed; pending ones without index rows."""
+    """Integrity; every note as committed; indexed notes fully indexed; pending ones without index rows,
+    or with the first chunk of their text and its vector only (coverage first: reachable, not done)."""
     from core.graph.store import Store
 
     with Store(db_path, readonly=True) as store:
@@ -260,8 +264,15 @@ def _check_index_state(db_path: Path, notes: list[tuple[int, str, str]], stats: 
                 if (r["source"].strip() and not chunks.get(nid)) or vec_chunks.get(nid, 0) != chunks.get(nid, 0) \
                         or nid not in vec_nodes:
                     stats.integrity(f"node {nid} indexed but its chunks/vectors are incomplete")
-            elif r["chunk_status"] != "pending" or nid in chunks or nid in vec_chunks or nid in vec_nodes:
+            elif r["chunk_status"] != "pending" or nid in vec_nodes or vec_chunks.get(nid, 0) != chunks.get(nid, 0):
                 stats.integrity(f"node {nid} is {r['chunk_status']} with partial index rows")
+            elif nid in chunks:
+                first = db.execute("SELECT chunk_idx, text, start_char, end_char FROM chunks WHERE node_id = ?",
+                                   (nid,)).fetchall()
+                if len(first) != 1 or first[0]["chunk_idx"] != 0 \
+                        or r["source"][first[0]["start_char"]:first[0]["end_char"]] != first[0]["text"]:
+                    stats.integrity(f"node {nid} is pending with index rows other than its first chunk")
+                status["first chunk only"] = status.get("first chunk only", 0) + 1
     return status
 
 
@@ -284,7 +295,7 @@ def index_kills(workdir: Path, *, kills: int = 20, seed: int = 1, initial: int =
     index_cmd = ([sys.executable, "-c", SMALL_BATCH_INDEX, str(batch_inputs)] if batch_inputs else list(cmd)) + \
         ["index", "--db", str(db_path)]
     indexed_before = 0
-    progressed = 0
+    progressed = first_chunk_states = 0
     for k in range(kills):
         status = _check_index_state(db_path, notes, stats)
         if status.get("pending", 0) < keep_pending:  # keep work queued so the kill lands mid-run
@@ -302,6 +313,7 @@ def index_kills(workdir: Path, *, kills: int = 20, seed: int = 1, initial: int =
         if status.get("indexed", 0) < indexed_before:
             stats.lost(f"indexed count went down {indexed_before} -> {status.get('indexed', 0)}")
         progressed += status.get("indexed", 0) > indexed_before
+        first_chunk_states += bool(status.get("first chunk only"))
         indexed_before = status.get("indexed", 0)
         _doctor_in_process(db_path, stats)
         notes += _add_notes(db_path, rng, len(notes), per_kill)  # another writer between runs
@@ -320,7 +332,7 @@ def index_kills(workdir: Path, *, kills: int = 20, seed: int = 1, initial: int =
     if final != {"indexed": len(notes)}:
         stats.lost(f"after resume: {final}, {len(notes)} notes")
     _doctor_cli(cmd, env, db_path, stats, expect_clean=True)
-    stats.extra.update(notes=len(notes), runs_with_progress=progressed)
+    stats.extra.update(notes=len(notes), runs_with_progress=progressed, first_chunk_states=first_chunk_states)
     return stats
 
 

@@ -6,6 +6,7 @@ needs a run held mid-batch, to wait on an event inside its first call."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -85,8 +86,9 @@ def test_two_runs_in_two_threads_never_embed_at_once(db_path, store, embedder):
 def test_a_run_stops_between_batches_and_a_stopped_wait_does_nothing(db_path, store, embedder):
     notes(store, 30)
     calls = []
-    first = Indexer(store, embedder, batch_nodes=5).run(should_stop=lambda: len(calls) > 1,
-                                                        progress=lambda d, t: calls.append(d))
+    # Stopped once the first batch is written: the next one, embedding meanwhile, is dropped unwritten.
+    first = Indexer(store, embedder, batch_nodes=5).run(should_stop=lambda: calls and calls[-1] >= 5,
+                                                        progress=lambda p: calls.append(p.notes_done))
     assert first.stopped and first.indexed == 5 and pending(db_path) == 25  # one batch, then the stop
     other = RunLock(db_path)
     assert other.try_acquire()
@@ -182,3 +184,19 @@ async def test_the_apps_warm_up_loads_the_model(db_path, store, monkeypatch):
         while "_session" not in embedder.__dict__ and time.monotonic() < deadline:
             await pilot.pause(0.05)
     assert "_session" in embedder.__dict__ and "tokenizer" in embedder.__dict__
+
+
+def test_cairn_index_says_what_meaning_search_covers_and_gives_no_empty_rate(db_path, store, cairn_cmd, cli_env):
+    """Issue 26, finding 5: the summary read "0.0 nodes/s" for a slow run of few nodes; now a rate is in
+    chunks, and only for a run of a second or more, and the summary says what meaning search reaches."""
+    notes(store, 3)
+    done = subprocess.run([*cairn_cmd, "--db", str(db_path), "index"], env=cli_env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Indexed 3 nodes" in done.stdout and "meaning search covers 3 of 3 nodes." in done.stdout
+    assert "nodes/s" not in done.stdout
+    store.add_node("One more", "A fourth note.")
+    as_json = subprocess.run([*cairn_cmd, "--db", str(db_path), "index", "--json"], env=cli_env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    report = json.loads(as_json.stdout)
+    assert report["indexed"] == 1 and (report["covered"], report["nodes"]) == (4, 4)

@@ -37,7 +37,7 @@ def test_pending_nodes_become_indexed(store, indexer):
     b = store.add_node("Beta", LONG, description="Five landscapes")
     assert indexer.pending_count() == 2
     seen = []
-    report = indexer.run(progress=lambda done, total: seen.append((done, total)))
+    report = indexer.run(progress=lambda p: seen.append((p.notes_done, p.notes_total)))
     assert report.indexed == 2 and report.errors == 0 and report.skipped == 0
     assert seen[0] == (0, 2) and seen[-1] == (2, 2)
     assert indexer.pending_count() == 0

@@ -50,7 +50,10 @@ def test_counts_by_type_edges_chunks_and_pending(store, indexer):
     assert result["edges"] == 1
     chunks = store.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     assert result["chunks"] == chunks and chunks >= 5
-    assert result["index"] == {"pending": 1, "errors": 1}
+    # the failed note keeps the vectors of its earlier text: meaning search reaches 5 of the 6
+    assert result["index"] == {"pending": 1, "errors": 1, "covered": 5}
+    assert dict(stats.lines(result))["Pending work"] == ("1 node waiting to be indexed, 1 failed; "
+                                                         "meaning search covers 5 of 6 nodes")
     assert result["memory"]["nodes"] == 2 and result["memory"]["used"] == 1 and result["memory"]["never_used"] == 1
     assert result["memory"]["uses"] == 4 and result["memory"]["last_used"] == stamp(NOW)
     assert result["memory"]["policy"] == {"max_age_days": 0, "max_count": 0, "active": False}
@@ -113,7 +116,7 @@ def test_spending_this_week_per_provider_prices_replies_and_side_requests_by_mod
 def test_lines_for_people():
     rows = dict(stats.lines({
         "nodes": {"total": 3, "note": 2, "memory": 1, "other": 0}, "edges": 1, "chunks": 4,
-        "index": {"pending": 2, "errors": 0}, "trash": 0, "chats": 1,
+        "index": {"pending": 2, "errors": 0, "covered": 3}, "trash": 0, "chats": 1,
         "memory": {"nodes": 1, "used": 1, "never_used": 0, "uses": 3, "last_used": None,
                    "policy": {"max_age_days": 90, "max_count": 0, "active": True}, "past_policy": 1},
         "database": {"path": "x", "bytes": 2048, "wal_bytes": 0, "total_bytes": 2048},

@@ -22,6 +22,7 @@ from core.chat.focus import Focus
 from core.graph import history
 from core.safe_text import printable
 from tui.flows.focus_tabs import TabKeeper
+from tui.index_status import IndexStatus
 from tui.key_handoff import KeyHandoff
 from tui.messages import EditInEditor, FocusChanged, FollowLink, NodesChanged, OpenNode, ReviewLinks
 from tui.run_requests import RunRequests
@@ -94,6 +95,7 @@ class CairnApp(App):
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
         self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
         self._index_requests = RunRequests()  # index_pending: one run, later calls ask it for another pass
+        self._index_status = IndexStatus(self._show_index_status)  # the header's line about meaning search
         self._tab_keeper = TabKeeper(self)  # the Focus tabs kept between runs (tui/flows/focus_tabs.py)
 
     async def on_event(self, event: events.Event) -> None:
@@ -455,13 +457,17 @@ class CairnApp(App):
         """One pass over what is pending, with its own connection; False when the app's closing stopped
         it. A few notes (a save, an edit) are indexed without a word unless one fails; a larger piece
         of work (the guide, an import, a re-embedding) says when it starts and when it is done."""
-        from core.index.indexer import Indexer
+        from core.index.indexer import Indexer, coverage
         from core.graph.store import Store
 
+        # Another process indexing (`cairn import`, `cairn index`): follow it rather than run beside it.
+        self._index_status.follow(self.db, lambda: worker.is_cancelled)
         with Store(self.db) as store:
             indexer = Indexer(store)
             pending = indexer.pending_count()
             other = indexer.other_model()
+            if not pending and not other and not worker.is_cancelled:
+                self._index_status.coverage(*coverage(store.db))
             if other:
                 nodes = store.counts()["nodes"]
                 self.call_from_thread(self.notify, f"Re-embedding {nodes} note{'s' if nodes != 1 else ''} with "
@@ -471,7 +477,10 @@ class CairnApp(App):
                 return True
             elif pending >= QUIET_INDEXING_BELOW:
                 self.call_from_thread(self.notify, f"Indexing {pending} note{'s' if pending != 1 else ''}…", timeout=3)
-            report = indexer.run(should_stop=lambda: worker.is_cancelled)
+            report = indexer.run(should_stop=lambda: worker.is_cancelled, progress=self._index_status.progress,
+                                 while_waiting=lambda: self._index_status.other_now(self.db))
+            if not worker.is_cancelled:
+                self._index_status.coverage(*coverage(store.db))
         if report.busy or worker.is_cancelled:
             return False  # the app is closing: the next start indexes the rest and says so
         if report.indexed:
@@ -483,6 +492,10 @@ class CairnApp(App):
             self.call_from_thread(self.notify, f"{report.errors} notes failed to index; run `cairn doctor`.",
                                   severity="error")
         return True
+
+    def _show_index_status(self, text: str) -> None:
+        """From the index worker: the header's line about meaning search (tui/index_status.py)."""
+        self.call_from_thread(setattr, self, "sub_title", text)
 
     @work(thread=True, exclusive=True, group="retention", exit_on_error=False)
     def apply_memory_retention(self) -> None:

@@ -210,7 +210,8 @@ class Embedder:
 
     def embed(self, texts: Sequence[str], progress: Callable[[float], None] | None = None):
         """A float32 array of shape (len(texts), 384), each row of unit length.
-        `progress(fraction)` is called after each model batch."""
+        `progress(fraction)` is called after each model batch, with the share of the texts' word
+        pieces embedded so far (batches go shortest first, so a share of the rows would run ahead)."""
         import numpy as np
 
         if not texts:
@@ -220,12 +221,13 @@ class Embedder:
             encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
         done = 0
         lengths = [len(e.ids) for e in encodings]
+        total = sum(lengths)
         try:
             for batch in self.batches(lengths):
                 out[batch] = self._embed_encoded([encodings[i] for i in batch])
-                done += len(batch)
+                done += sum(lengths[i] for i in batch)
                 if progress:
-                    progress(min(1.0, done / len(texts)))
+                    progress(min(1.0, done / total))
         finally:
             # A search's query is a few dozen tokens: its buffers are small, and trimming the heap
             # after each (~1 ms a search) would buy nothing. A call that filled a batch trims.

@@ -5,6 +5,13 @@ batch of pending nodes, chunks and embeds them outside any transaction, then swa
 chunks, FTS rows and vectors in one short write transaction, but only if the node still has the text
 that was embedded (another process may have edited it meanwhile; then it stays pending). Killing the
 process at any point loses nothing: uncommitted work is rolled back and the node is still pending.
+
+Issue 27: the next batch is embedded on a thread of its own while the last one is written
+(core/index/background_embedding.py), and notes are taken coverage first (core/index/work_order.py):
+a note of several chunks may first get its first chunk alone, committed with the note still pending
+(meaning search reaches it); a later batch swaps in all its chunks, reusing that first vector, and
+marks it indexed. A kill between the two leaves a pending note with its first chunk, which the next
+run completes the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from core import clock
+from core.index.background_embedding import BackgroundEmbedding, Stopped
 from core.index.chunker import Chunk, Chunker, has_headings
+from core.index.progress import IndexProgress, RunTally
+from core.index.work_order import WorkOrder
 from core.graph.migrations import vec_tables
 from core.graph.store import Store, content_hash, title_from_text
 
@@ -27,9 +37,48 @@ TITLE_PREFIX_TOKENS = 48
 # loses little work; progress moves inside a batch as sub-batches are embedded.
 BATCH_INPUTS = 512
 BATCH_NODES = 1024
-CHARS_PER_CHUNK_ESTIMATE = 700
+# The run's first batch and its last are small: the first is chunked before anything can overlap it,
+# the last is written after the model has nothing left to do (core/index/background_embedding.py).
+EDGE_BATCH_INPUTS = 64
+# SQLite's page cache during a run (KiB; the default is 2,000): a batch writes ~1.5 KB of vector per
+# chunk into each vec0 table's 1.5 MB chunk blob, and with the default cache the second table's
+# inserts spilled dirty pages mid-transaction. 512 rows into vec_chunks and vec_nodes, 10 batches:
+# 0.51 s of CPU at the default, 0.17 s at 8 MB, 0.15 s at 16 MB (issue 27, measured on 2 cores).
+# Restored when the run ends.
+RUN_CACHE_KIB = 8_000
 
-Progress = Callable[[int, int], None]
+Progress = Callable[[IndexProgress], None]
+
+
+def coverage(db) -> tuple[int, int]:
+    """(notes meaning search reaches, notes in the graph): a note is reached by any vector of its own,
+    a chunk's or its node vector (an edited note's older vectors count until they are replaced).
+    Only notes not indexed are looked at (the partial index nodes_status)."""
+    notes = db.execute("SELECT COUNT(*) FROM nodes").fetchone()[0]
+    unreached = db.execute(
+        "SELECT COUNT(*) FROM nodes n WHERE n.chunk_status != 'indexed'"
+        " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)"
+        " AND NOT EXISTS (SELECT 1 FROM vec_nodes v WHERE v.rowid = n.id)").fetchone()[0]
+    return notes - unreached, notes
+
+
+@dataclass
+class _NotePlan:
+    row: object  # the node's row as read (its text is checked again at the write)
+    chunks: list[Chunk]  # the chunks this batch writes: all of them, or the first only
+    inputs: list[str]  # their embedding inputs (the title in front)
+    hashes: list[str]
+    ntext: str | None  # the node vector's input; None when only the first chunk is written
+    nhash: str | None
+
+
+@dataclass
+class _Batch:
+    plans: list[_NotePlan]
+    texts: dict[str, int]  # unique embedding inputs to send through the model → their row
+    work: int  # their characters (the unit of progress)
+    ids: frozenset[int]
+    reusable: dict[int, dict[str, bytes]]  # vectors already stored, by the hash of their input
 
 
 @dataclass
@@ -98,72 +147,138 @@ class Indexer:
         return name is not None
 
     def run(self, progress: Progress | None = None, should_stop: Callable[[], bool] | None = None,
-            limit: int | None = None, on_wait: Callable[[], None] | None = None) -> IndexReport:
+            limit: int | None = None, on_wait: Callable[[], None] | None = None,
+            while_waiting: Callable[[], None] | None = None) -> IndexReport:
         """Index pending nodes until none are left (or `limit` nodes, or `should_stop()`, asked between
-        batches). One run at a time per database (core/index/run_lock.py): while another holds it this
-        waits (`on_wait()` says so once); stopped while waiting, it returns with `busy` set."""
+        batches and between the model's sub-batches). One run at a time per database
+        (core/index/run_lock.py): while another holds it this waits (`on_wait()` says so once,
+        `while_waiting()` is called at each look); stopped while waiting, it returns with `busy` set.
+        `progress(IndexProgress)` follows the run, from this thread and the embedding thread."""
         from core.index.run_lock import held
 
-        with held(self.store.path, should_stop=should_stop, on_wait=on_wait) as mine:
+        with held(self.store.path, should_stop=should_stop, on_wait=on_wait, while_waiting=while_waiting) as mine:
             if not mine:
                 return IndexReport(busy=True)
             return self._run(progress, should_stop, limit)
 
     def _run(self, progress, should_stop, limit) -> IndexReport:
+        """Plan a batch (read, chunk), embed it on a thread of its own while the batch before it is
+        written, one transaction a batch (core/index/background_embedding.py); in the order of
+        core/index/work_order.py."""
+        from core.index.run_lock import ProgressFile
+
         self.ensure_embedder()
         report = IndexReport()
         started = time.perf_counter()
-        total = self.pending_count() if limit is None else min(limit, self.pending_count())
-        done = 0
-        attempted: set[int] = set()
-        if progress:
-            progress(0, total)
-        while limit is None or done < limit:
-            if should_stop and should_stop():
-                report.stopped = True
-                break
-            size = self.batch_nodes if limit is None else min(self.batch_nodes, limit - done)
-            rows = self._next_batch(size, attempted)
-            if not rows:
-                break
-            attempted.update(r["id"] for r in rows)
-            on_embedded = None
+        published = ProgressFile(self.store.path)
+
+        def on_progress(p: IndexProgress) -> None:
+            published.write(p)
             if progress:
-                def on_embedded(fraction: float, base: int = done, size: int = len(rows)) -> None:
-                    # Embedding is most of the work; committed at the end of the batch.
-                    progress(base + int(fraction * size * 0.95), max(total, base + size))
-            self._index_batch(rows, report, on_embedded)
-            done += len(rows)
-            if progress:
-                progress(min(done, max(total, done)), max(total, done))
+                progress(p)
+
+        tally = RunTally(on_progress)
+        order = WorkOrder(self.store.db, limit)
+        in_flight: tuple[_Batch, BackgroundEmbedding] | None = None
+        cache = self.store.db.execute("PRAGMA cache_size").fetchone()[0]
+        self.store.db.execute(f"PRAGMA cache_size = -{RUN_CACHE_KIB}")
+        try:
+            if self._take_on(order, tally):
+                load = getattr(self.embedder, "load", None)
+                if load is not None:  # the model's load is no part of the rate (ETA)
+                    load()
+            while True:
+                if should_stop and should_stop():
+                    report.stopped = True
+                    break
+                batch = self._plan(order, report, tally, in_flight[0].ids if in_flight else frozenset())
+                previous = None
+                if in_flight is not None:
+                    previous, embedding = in_flight
+                    try:
+                        vectors = embedding.result()
+                    except Stopped:  # should_stop() said so between two model sub-batches
+                        in_flight = None
+                        report.stopped = True
+                        break
+                    in_flight = None
+                if batch is not None:
+                    in_flight = (batch, self._embed_in_background(batch, tally, should_stop))
+                if previous is not None:
+                    self._write(previous, vectors, report, tally, order)
+                elif in_flight is None:
+                    break
+        except BaseException as exc:
+            if in_flight is not None:  # its thread ends at its next model sub-batch, before the lock is let go
+                also = in_flight[1].abandon()
+                if also is not None and also is not exc:
+                    exc.add_note(f"The batch being embedded meanwhile failed too: {also!r}")
+            raise
+        else:
+            if in_flight is not None:  # stopped: the batch being embedded is dropped, nothing of it written
+                also = in_flight[1].abandon()
+                if also is not None:
+                    raise also
+        finally:
+            published.close()
+            self.store.db.execute(f"PRAGMA cache_size = {cache}")
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
-    def _next_batch(self, size: int, attempted: set[int]):
-        # Nodes skipped because they changed mid-batch are retried by the next run, not this one,
-        # so a node edited in a tight loop by another process cannot keep this run from finishing.
-        sizes = self.store.db.execute(
-            "SELECT id, length(source) FROM nodes WHERE chunk_status != 'indexed' AND chunk_status = 'pending'"
-            " AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?",
-            (json.dumps(sorted(attempted)), size),
-        ).fetchall()
-        chosen, inputs = [], 0
-        for node_id, length in sizes:
-            estimate = 1 + (length or 0) // CHARS_PER_CHUNK_ESTIMATE
-            if chosen and inputs + estimate > BATCH_INPUTS:
-                break
-            chosen.append(node_id)
-            inputs += estimate
-        if not chosen:
-            return []
-        return self.store.db.execute(
-            "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts,"
-            " json_extract(metadata, '$.capture.outline') AS outline,"
-            " json_extract(metadata, '$.capture.kind') AS capture_kind"
-            " FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
-            " AND chunk_status != 'indexed' AND chunk_status = 'pending' ORDER BY id",
-            (json.dumps(chosen),),
-        ).fetchall()
+    def _take_on(self, order: WorkOrder, tally: RunTally) -> bool:
+        """Read the pending notes the run has not seen; False when there are none."""
+        fresh = order.refill()
+        if fresh:
+            tally.took_on({n.id: n.work_estimate for n in fresh}, *coverage(self.store.db))
+        return bool(fresh)
+
+    def _plan(self, order: WorkOrder, report: IndexReport, tally: RunTally, in_flight: frozenset[int]):
+        """The next batch: first chunks of notes without a vector, else whole notes; None when nothing
+        can be planned before the batch in flight is written (or nothing is left)."""
+        while True:
+            size = min(EDGE_BATCH_INPUTS, BATCH_INPUTS) if not order.started else BATCH_INPUTS
+            first_pass = True
+            notes = order.first_pass(min(self.batch_nodes, size))
+            if not notes:
+                first_pass = False
+                notes = order.second_pass(size, self.batch_nodes, in_flight)
+            if not notes:
+                if in_flight or not self._take_on(order, tally):
+                    return None
+                continue
+            order.started = True
+            if not order.has_more() and len(notes) > 1:  # the last batch: its end goes in a small one of its own
+                inputs = [1 if first_pass else max(1, order.inputs_left.get(n.id, n.chunks_estimate)) for n in notes]
+                keep, tail = len(notes), 0
+                while sum(inputs) > 2 * EDGE_BATCH_INPUTS and keep > 1 and tail < EDGE_BATCH_INPUTS:
+                    keep -= 1
+                    tail += inputs[keep]
+                if keep < len(notes):
+                    order.give_back(notes[keep:], first_pass)
+                    notes = notes[:keep]
+            batch = self._plan_batch(notes, first_pass, order, report, tally)
+            if batch is not None:
+                return batch
+
+    def _embed_in_background(self, batch: "_Batch", tally: RunTally, should_stop) -> BackgroundEmbedding:
+        import numpy as np
+
+        texts = list(batch.texts)
+        reported = 0
+
+        def on_fraction(fraction: float) -> None:
+            nonlocal reported
+            now = round(fraction * batch.work)
+            tally.embedding(now - reported)
+            reported = now
+
+        def embed(progress):
+            if not texts:
+                return np.zeros((0, self.embedder.dimensions), np.float32)
+            return self.embedder.embed(texts, progress=progress)
+
+        tally.started_embedding()
+        return BackgroundEmbedding(embed, on_fraction, should_stop)
 
     # -- one batch -------------------------------------------------------------------------------
     def embed_text_of_chunk(self, title: str, chunk: Chunk) -> str:
@@ -188,14 +303,28 @@ class Indexer:
         body = first.text if first else ""
         return "\n".join(p for p in (title.strip(), description.strip(), body) if p)
 
-    def _index_batch(self, rows, report: IndexReport, on_embedded: Callable[[float], None] | None = None) -> None:
-        import numpy as np
-
-        model = self.embedder.name
-        reusable = self._reusable_vectors([r["id"] for r in rows], model)
-        plans = []
+    def _plan_batch(self, notes, first_pass: bool, order: WorkOrder, report: IndexReport, tally: RunTally):
+        """Read and chunk these notes (outside any transaction); None if none of them is left to do.
+        In the first pass a note of several chunks gets its first chunk only; others go whole."""
+        ids = [n.id for n in notes]
+        found = {r["id"]: r for r in self.store.db.execute(
+            "SELECT id, title, description, source, json_extract(metadata, '$.capture.page_starts') AS page_starts,"
+            " json_extract(metadata, '$.capture.outline') AS outline,"
+            " json_extract(metadata, '$.capture.kind') AS capture_kind"
+            " FROM nodes WHERE id IN (SELECT value FROM json_each(?))"
+            " AND chunk_status != 'indexed' AND chunk_status = 'pending'",
+            (json.dumps(ids),),
+        )}
+        reusable = self._reusable_vectors([i for i in ids if i in found], self.embedder.name)
+        plans: list[_NotePlan] = []
         texts: dict[str, int] = {}  # unique embedding input → position in the batch
-        for row in rows:
+        left: dict[int, int] = {}  # characters each note will still embed after this batch
+        for node_id in ids:
+            row = found.get(node_id)
+            if row is None:  # indexed, deleted or failed meanwhile
+                order.done.add(node_id)
+                tally.dropped(node_id)
+                continue
             try:
                 # A paged document (a captured PDF) keeps its pages' offsets in metadata.capture.
                 pages = json.loads(row["page_starts"]) if row["page_starts"] else None
@@ -205,87 +334,120 @@ class Indexer:
                 inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
                 ntext = self.node_text(row["title"], row["description"], chunks)
             except Exception as exc:  # a bug or pathological text must not stop the queue
-                self._mark_error(row["id"], row, f"chunking failed: {exc}")
+                self._mark_error(node_id, row, f"chunking failed: {exc}")
                 report.errors += 1
-                report.failures.append((row["id"], str(exc)))
+                report.failures.append((node_id, str(exc)))
+                order.done.add(node_id)
+                tally.dropped(node_id)
                 continue
             hashes = [_hash(t) for t in inputs]
-            old = reusable.get(row["id"], {})
-            for text, h in zip(inputs, hashes):
+            nhash = _hash(ntext)
+            old = reusable.get(node_id, {})
+            if first_pass and len(chunks) > 1:
+                # Its first chunk now (meaning search reaches the note), the rest in the second pass.
+                order.reached.add(node_id)
+                later = [(t, h) for t, h in zip(inputs[1:], hashes[1:]) if h not in old]
+                if nhash != hashes[0] and nhash not in old:
+                    later.append((ntext, nhash))
+                order.inputs_left[node_id] = len(later)
+                left[node_id] = sum(len(t) for t, _ in later)
+                plan = _NotePlan(row, chunks[:1], inputs[:1], hashes[:1], None, None)
+            else:
+                order.done.add(node_id)
+                left[node_id] = 0
+                plan = _NotePlan(row, chunks, inputs, hashes, ntext, nhash)
+            for text, h in zip(plan.inputs, plan.hashes):
                 if h not in old:
                     texts.setdefault(text, len(texts))
-            nhash = _hash(ntext)
-            if nhash not in old:
-                texts.setdefault(ntext, len(texts))
-            plans.append((row, chunks, inputs, hashes, ntext, nhash))
+            if plan.ntext is not None and plan.nhash not in old:
+                texts.setdefault(plan.ntext, len(texts))
+            plans.append(plan)
         if not plans:
-            return
-        if texts:
-            vectors = self.embedder.embed(list(texts), progress=on_embedded)
-        else:
-            vectors = np.zeros((0, self.embedder.dimensions), np.float32)
+            return None
+        work = sum(len(t) for t in texts)
+        tally.planned_batch(work, left)
+        return _Batch(plans, texts, work, frozenset(p.row["id"] for p in plans), reusable)
+
+    def _write(self, batch: "_Batch", vectors, report: IndexReport, tally: RunTally, order: WorkOrder) -> None:
+        """Swap the batch's chunks, FTS rows and vectors in one transaction: whole notes become
+        indexed; a note given its first chunk only stays pending, reachable by meaning search."""
+        model = self.embedder.name
+        texts = batch.texts
+        reusable = batch.reusable
         report.embedded += len(texts)
         stamp = clock.now()
+        whole = covered = 0
         with self.store.db.transaction() as conn:
             # Only nodes that still hold the text that was embedded are written; others stay pending.
             current = {
                 r["id"]: r for r in conn.execute(
                     "SELECT id, title, description, source, chunk_status FROM nodes"
                     " WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps([p[0]["id"] for p in plans]),),
+                    (json.dumps([p.row["id"] for p in batch.plans]),),
                 )
             }
             fresh = []
-            for plan in plans:
-                row = plan[0]
+            for plan in batch.plans:
+                row = plan.row
                 now = current.get(row["id"])
                 if now is None or now["chunk_status"] != "pending" or any(
                     now[k] != row[k] for k in ("title", "description", "source")
                 ):
                     report.skipped += 1
+                    order.done.add(row["id"])  # retried by the next run, not this one
+                    tally.dropped(row["id"])
                 else:
                     fresh.append(plan)
-            if not fresh:
-                return
-            ids = json.dumps([p[0]["id"] for p in fresh])
-            conn.execute("DELETE FROM chunks WHERE node_id IN (SELECT value FROM json_each(?))", (ids,))
-            conn.execute("DELETE FROM vec_nodes WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
-            # This transaction holds the write lock, so chunk ids can be assigned here and the chunk
-            # and vector rows inserted in bulk (AUTOINCREMENT's sequence is respected).
-            next_id = conn.execute(
-                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0),"
-                " COALESCE((SELECT MAX(id) FROM chunks), 0)) + 1"
-            ).fetchone()[0]
-            chunk_rows, vec_rows, node_rows, status_rows = [], [], [], []
-            for row, chunks, inputs, hashes, ntext, nhash in fresh:
-                old = reusable.get(row["id"], {})
-                for chunk, text, h in zip(chunks, inputs, hashes):
-                    chunk_rows.append((next_id, row["id"], chunk.idx, chunk.text, chunk.start_char, chunk.end_char,
-                                       json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp,
-                                       chunk.page))
-                    if h in old:
-                        report.reused += 1
-                        blob = old[h]
-                    else:
-                        blob = vectors[texts[text]].tobytes()
-                    vec_rows.append((next_id, row["id"], blob))
-                    next_id += 1
-                node_rows.append((row["id"], old[nhash] if nhash in old else vectors[texts[ntext]].tobytes()))
-                status_rows.append((content_hash(row["title"], row["description"], row["source"]), row["id"]))
-                report.indexed += 1
-                report.chunks += len(chunks)
-            conn.executemany(
-                "INSERT INTO chunks(id, node_id, chunk_idx, text, start_char, end_char, heading_path,"
-                " content_hash, embedding_type, created_at, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                chunk_rows,
-            )
-            conn.executemany("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)", vec_rows)
-            conn.executemany("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)", node_rows)
-            conn.executemany(
-                "UPDATE nodes SET chunk_status = 'indexed', content_hash = ?, index_error = NULL WHERE id = ?",
-                status_rows,
-            )
-            conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
+            if fresh:
+                ids = json.dumps([p.row["id"] for p in fresh])
+                conn.execute("DELETE FROM chunks WHERE node_id IN (SELECT value FROM json_each(?))", (ids,))
+                conn.execute("DELETE FROM vec_nodes WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
+                # This transaction holds the write lock, so chunk ids can be assigned here and the chunk
+                # and vector rows inserted in bulk (AUTOINCREMENT's sequence is respected).
+                next_id = conn.execute(
+                    "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0),"
+                    " COALESCE((SELECT MAX(id) FROM chunks), 0)) + 1"
+                ).fetchone()[0]
+                chunk_rows, vec_rows, node_rows, status_rows = [], [], [], []
+                for plan in fresh:
+                    row = plan.row
+                    old = reusable.get(row["id"], {})
+                    counted = row["id"] not in order.reached  # not reuse: this run's own first chunk
+                    for chunk, text, h in zip(plan.chunks, plan.inputs, plan.hashes):
+                        chunk_rows.append((next_id, row["id"], chunk.idx, chunk.text, chunk.start_char, chunk.end_char,
+                                           json.dumps(list(chunk.heading_path), ensure_ascii=False), h, model, stamp,
+                                           chunk.page))
+                        if h in old:
+                            report.reused += counted
+                            blob = old[h]
+                        else:
+                            blob = vectors[texts[text]].tobytes()
+                        vec_rows.append((next_id, row["id"], blob))
+                        next_id += 1
+                    if row["id"] in order.uncovered:
+                        order.uncovered.discard(row["id"])
+                        covered += 1
+                    if plan.ntext is None:
+                        continue  # a first chunk: the note stays pending
+                    node_rows.append((row["id"], old[plan.nhash] if plan.nhash in old
+                                      else vectors[texts[plan.ntext]].tobytes()))
+                    status_rows.append((content_hash(row["title"], row["description"], row["source"]), row["id"]))
+                    report.indexed += 1
+                    report.chunks += len(plan.chunks)
+                    whole += 1
+                conn.executemany(
+                    "INSERT INTO chunks(id, node_id, chunk_idx, text, start_char, end_char, heading_path,"
+                    " content_hash, embedding_type, created_at, page) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    chunk_rows,
+                )
+                conn.executemany("INSERT INTO vec_chunks(rowid, node_id, embedding) VALUES (?, ?, ?)", vec_rows)
+                conn.executemany("INSERT INTO vec_nodes(rowid, embedding) VALUES (?, ?)", node_rows)
+                conn.executemany(
+                    "UPDATE nodes SET chunk_status = 'indexed', content_hash = ?, index_error = NULL WHERE id = ?",
+                    status_rows,
+                )
+                conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
+        tally.written(whole, len(texts), covered)
 
     def _reusable_vectors(self, node_ids: list[int], model: str) -> dict[int, dict[str, bytes]]:
         """Existing vectors of these nodes by the hash of their embedding input, to skip re-embedding."""

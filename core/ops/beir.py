@@ -92,7 +92,7 @@ def ingest(store, folder: Path, indexer, progress: Callable[[str, int, int], Non
             store.add_node(title or title_from_text(text), text, metadata={"beir_id": doc_id})
             if progress and i % 200 == 0:
                 progress("add", i, len(docs))
-    indexer.run(progress=(lambda d, t: progress("index", d, t)) if progress else None)
+    indexer.run(progress=(lambda p: progress("index", p.notes_done, p.notes_total)) if progress else None)
     return len(docs)
 
 

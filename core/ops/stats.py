@@ -85,6 +85,7 @@ def tokens_by_purpose(store, now: datetime | None = None) -> dict[str, dict[str,
 def collect(store, config=None, now: datetime | None = None) -> dict:
     """Counts, pending work, database size, memory and its retention policy, tokens this week."""
     from core.graph import retention
+    from core.index.indexer import coverage
 
     db = store.db
     by_type = {r[0]: r[1] for r in db.execute("SELECT type, COUNT(*) FROM nodes GROUP BY type")}
@@ -113,7 +114,7 @@ def collect(store, config=None, now: datetime | None = None) -> dict:
         "nodes": nodes,
         "edges": counts["edges"],
         "chunks": counts["chunks"],
-        "index": {"pending": counts["pending"], "errors": counts["errors"]},
+        "index": {"pending": counts["pending"], "errors": counts["errors"], "covered": coverage(db)[0]},
         "trash": counts["trash"],
         "chats": counts["chats"],
         "memory": {"nodes": nodes["memory"], "used": memory["used"], "never_used": nodes["memory"] - memory["used"],
@@ -140,12 +141,16 @@ def _n(count: int, word: str, plural: str | None = None) -> str:
 
 def lines(stats: dict) -> list[tuple[str, str]]:
     """(label, value) rows for people: the CLI and the Stats section of the viewer print these."""
+    from core.index.progress import coverage_text
+
     n, idx, mem, tok = stats["nodes"], stats["index"], stats["memory"], stats["tokens_this_week"]
     out = [
         ("Nodes", f"{n['total']:,} ({_n(n['note'], 'note')}, {n['memory']:,} memory, {n['other']:,} other)"),
         ("Edges", f"{stats['edges']:,}"),
         ("Chunks", f"{stats['chunks']:,}"),
-        ("Pending work", f"{_n(idx['pending'], 'node')} waiting to be indexed, {idx['errors']:,} failed"),
+        ("Pending work", f"{_n(idx['pending'], 'node')} waiting to be indexed, {idx['errors']:,} failed"
+                         + ("" if idx["covered"] >= n["total"] else
+                            f"; {coverage_text(idx['covered'], n['total'], 'node')}")),
         ("Memory", f"{_n(mem['nodes'], 'node')}, {mem['used']:,} used ({_n(mem['uses'], 'use')}), "
                    f"{mem['never_used']:,} never used"),
     ]

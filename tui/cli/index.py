@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from tui.cli.common import LazyProgress, Out, Verbs, open_store, plural
+from tui.cli.common import Out, Verbs, open_store, plural
+from tui.cli.index_bar import IndexBar
 
 
 def cmd_index(args, out: Out) -> int:
-    from core.index.indexer import Indexer
+    from core.index.indexer import Indexer, coverage
+    from core.index.progress import coverage_text, rate_text
 
     with open_store(args) as store:
         indexer = Indexer(store)
@@ -23,14 +25,16 @@ def cmd_index(args, out: Out) -> int:
             print("Another Cairn process (the app, or cairn index) is indexing this database; waiting for it "
                   "to finish (Ctrl-C stops waiting)…", file=sys.stderr, flush=True)
 
-        with LazyProgress(out, "Indexing", "nodes") as progress:  # no empty bar before an error or for --json of nothing
+        with IndexBar(out) as progress:  # no empty bar before an error or for --json of nothing
             report = indexer.run(progress=progress, on_wait=waiting)
+        covered, nodes = coverage(store.db)
     if out.as_json:
-        out.json(report.as_dict())
+        out.json({**report.as_dict(), "covered": covered, "nodes": nodes})
     else:
-        rate = report.indexed / report.seconds if report.seconds else 0
+        rate = rate_text(report.embedded, report.seconds, "chunk")
         out.text(f"Indexed {plural(report.indexed, 'node')} ({plural(report.chunks, 'chunk')}; {report.embedded} embedded, "
-                 f"{report.reused} reused) in {report.seconds:.1f} s, {rate:.1f} nodes/s.")
+                 f"{report.reused} reused) in {report.seconds:.1f} s{', ' + rate if rate else ''}; "
+                 f"{coverage_text(covered, nodes, 'node')}.")
         if report.skipped:
             out.text(f"{report.skipped} nodes changed while being indexed; they stay queued for the next run.")
         if report.errors:

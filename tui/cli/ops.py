@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from core.errors import DatabaseError, InvalidInput
-from tui.cli.common import Out, Progress, Verbs, load_config, open_store, path_arg
+from tui.cli.common import Out, Verbs, load_config, open_store, path_arg
 
 
 def cmd_doctor(args, out: Out) -> int:
@@ -29,7 +29,9 @@ def cmd_doctor(args, out: Out) -> int:
             def reindex() -> int:
                 from core.index.indexer import Indexer
 
-                with Progress(out, "Re-indexing", "nodes") as progress:
+                from tui.cli.index_bar import IndexBar
+
+                with IndexBar(out, "Re-indexing") as progress:
                     return Indexer(store).run(progress=progress).indexed
         from core.graph.retention import Policy
 

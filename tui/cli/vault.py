@@ -62,6 +62,17 @@ def _print_vault_report(out: Out, r) -> None:
                 [("", m) for m in r.missing])
 
 
+def _holding_the_index(args, store):
+    """An import that indexes what it brings holds the index lock from its start when the lock is free
+    (core/index/run_lock.py): the app, seeing the notes arrive, follows this run instead of starting
+    its own on them. Taken by another run, the import goes on and its indexing waits as before."""
+    from contextlib import nullcontext
+
+    from core.index.run_lock import try_held
+
+    return nullcontext() if getattr(args, "no_index", False) else try_held(store.path)
+
+
 def _index_after(args, out: Out, store, state: dict | None = None):
     """Index what an import left pending, unless --no-index; returns the IndexReport or None."""
     pending = store.counts()["pending"]
@@ -75,10 +86,12 @@ def _index_after(args, out: Out, store, state: dict | None = None):
         return None
     from core.index.indexer import Indexer
 
+    from tui.cli.index_bar import IndexBar
+
     state = state if state is not None else {}
     if "indexer" not in state:
         state["indexer"] = Indexer(store)
-    with LazyProgress(out, "Indexing", "nodes") as progress:
+    with IndexBar(out) as progress:
         report = state["indexer"].run(progress=progress)
     if not out.as_json:
         out.text(f"Indexed {plural(report.indexed, 'node')} ({plural(report.chunks, 'chunk')}) in {report.seconds:.1f} s.", style="dim")
@@ -113,7 +126,7 @@ def cmd_import(args, out: Out) -> int:
         args.yes = False
         return cmd_sync(args, out)
     files = None  # the folder's PDFs and text files (tui/cli/capture_files.py)
-    with open_store(args) as store:
+    with open_store(args) as store, _holding_the_index(args, store):
         if kind == "vault":
             from core.vault.sync import import_vault
 

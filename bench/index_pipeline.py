@@ -1,0 +1,239 @@
+"""The index pipeline against the embedder's own speed, coverage-first order, and the ETA (issues 26, 27).
+
+Run:  .venv/bin/python bench/index_pipeline.py [--repeats N] [--skip-vault]
+Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, Layout: bench/).
+
+Two pipelines, measured in this one run and interleaved (old, new, then new, old, ...), because
+another process on a shared machine only ever slows whichever runs beside it:
+- "old": core/index/indexer.py as it was at OLD_INDEXER (read from git): whole notes in id order,
+  embedding and SQLite writes taking turns;
+- "new": today's indexer (coverage first, the next batch embedded while the last one is written).
+
+Figures:
+- `texts`: 1,000 one-chunk notes (bench/store.py's natural sentences, captured as `cairn add TEXT`
+  would): `embed_raw_per_s` (the embedder alone on the same texts, just before each pipeline run),
+  `index_per_s`, and their ratio, per repetition; best and median.
+- `vault`: the Obsidian Tasks vault imported and indexed: import and index seconds, the time until
+  every note has at least one vector (reachable by meaning search; a poller on its own connection
+  reads core.index.indexer.coverage every POLL_S), the time until all are done, and their ratio.
+- `eta`: over the new pipeline's vault import, each ETA the run gave against the true time left
+  (known once it ended), after the first 10 % of the run: the largest relative deviation, and the
+  same for the old progress bar (Rich's notes-per-second estimate over the old pipeline's counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from core.graph.store import Store, title_from_text  # noqa: E402
+from core.index import indexer as new_indexer  # noqa: E402
+from core.index.embedder import Embedder  # noqa: E402
+from core.index.indexer import coverage  # noqa: E402
+
+SEED = 20240611
+TEXTS = 1_000
+REPEATS = 3
+POLL_S = 0.05
+# The last commit before issue 27's pipeline: its core/index/indexer.py is the "old" pipeline.
+OLD_INDEXER = "b162d37a69be0c22a47ea59f6c81d3a2299e6d32"
+VAULT = ROOT.parent / "shared" / "evaldata" / "vault-obsidian-tasks-docs"
+# Rich's estimate of speed, as the old bar (tui/cli/common.py Progress) used it: the samples of the
+# last 30 s (rich.progress.Progress's speed_estimate_period).
+RICH_SPEED_PERIOD = 30.0
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def old_indexer_module() -> types.ModuleType:
+    source = subprocess.run(["git", "show", f"{OLD_INDEXER}:core/index/indexer.py"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout
+    module = types.ModuleType("old_indexer")
+    module.__file__ = f"<git {OLD_INDEXER[:8]}:core/index/indexer.py>"
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    return module
+
+
+class CoveragePoller:
+    """Reads coverage on its own connection every POLL_S; records when all notes are reached."""
+
+    def __init__(self, db_path: Path, started: float):
+        self.db_path, self.started = db_path, started
+        self.all_reached: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with Store(self.db_path, readonly=True) as store:
+            while not self._stop.is_set():
+                covered, notes = coverage(store.db)
+                if covered == notes and self.all_reached is None:
+                    self.all_reached = time.perf_counter() - self.started
+                    return
+                self._stop.wait(POLL_S)
+
+    def stop(self) -> float:
+        """When all notes were reached; the run's end if the last look came before it."""
+        ended = time.perf_counter() - self.started
+        self._stop.set()
+        self._thread.join()
+        return ended if self.all_reached is None else self.all_reached
+
+
+def index_texts(module, embedder, texts: list[str], db_path: Path) -> float:
+    with Store(db_path) as store:
+        for text in texts:
+            store.add_node(title_from_text(text), text)
+        t = time.perf_counter()
+        module.Indexer(store, embedder).run()
+        seconds = time.perf_counter() - t
+        counts = store.counts()
+        assert counts["pending"] == 0 and counts["errors"] == 0, counts
+    return len(texts) / seconds
+
+
+def index_vault(module, embedder, db_path: Path, name: str) -> dict:
+    from core.vault.sync import import_vault
+
+    events: list[tuple] = []
+    with Store(db_path) as store:
+        t = time.perf_counter()
+        import_vault(store, VAULT)
+        import_s = time.perf_counter() - t
+        started = time.perf_counter()
+        if name == "new":
+            def progress(p):
+                events.append((time.perf_counter() - started, p.eta, p.work_done, p.work_total))
+        else:
+            def progress(done, total):
+                events.append((time.perf_counter() - started, done, total))
+        poller = CoveragePoller(db_path, started)
+        report = module.Indexer(store, embedder).run(progress=progress)
+        index_s = time.perf_counter() - started
+        reached = poller.stop()
+        notes = store.counts()["nodes"]
+    return {"import_s": round(import_s, 2), "index_s": round(index_s, 2), "total_s": round(import_s + index_s, 2),
+            "all_reached_s": round(reached, 2), "reached_share": round(reached / index_s, 3),
+            "notes": notes, "chunks": report.chunks, "embedded": report.embedded, "_events": events}
+
+
+def eta_deviation(samples: list[tuple[float, float | None]], end: float, after: float = 0.10) -> dict:
+    """Largest |ETA - true time left| / true time left over the samples after `after` of the run."""
+    devs = [abs(eta - (end - t)) / (end - t) for t, eta in samples
+            if eta is not None and t >= after * end and end - t > 0]
+    tail = [abs(eta - (end - t)) / (end - t) for t, eta in samples
+            if eta is not None and after * end <= t <= 0.9 * end]
+    return {"max_rel_dev": round(max(devs), 3) if devs else None,
+            "max_rel_dev_10_to_90": round(max(tail), 3) if tail else None,
+            "samples": len(devs)}
+
+
+def rich_notes_eta(events: list[tuple[float, int, int]]) -> list[tuple[float, float | None]]:
+    """The ETA the old bar showed at each of the old pipeline's progress calls: Rich's speed over the
+    last RICH_SPEED_PERIOD seconds of (time, notes done) samples, then notes left / speed."""
+    out, window = [], []
+    for t, done, total in events:
+        window.append((t, done))
+        window = [(ts, d) for ts, d in window if ts >= t - RICH_SPEED_PERIOD]
+        span = window[-1][0] - window[0][0]
+        speed = (window[-1][1] - window[0][1]) / span if span > 0 else 0
+        out.append((t, (total - done) / speed if speed > 0 else None))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=REPEATS)
+    ap.add_argument("--skip-vault", action="store_true")
+    args = ap.parse_args()
+    from store import natural_sentences  # bench/store.py's texts
+
+    pipelines = {"old": old_indexer_module(), "new": new_indexer}
+    embedder = Embedder()
+    embedder.load()
+    texts = natural_sentences(np.random.default_rng(SEED + 1), TEXTS)
+    embedder.embed(natural_sentences(np.random.default_rng(SEED + 7), 256))  # settles caches
+    tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-index-"))
+    out: dict = {"bench": "index_pipeline", "cores": len(os.sched_getaffinity(0)), "old_indexer": OLD_INDEXER,
+                 "texts": TEXTS}
+    try:
+        runs: dict[str, list[dict]] = {"old": [], "new": []}
+        for rep in range(args.repeats):
+            for name in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+                t = time.perf_counter()
+                embedder.embed(texts)
+                raw = TEXTS / (time.perf_counter() - t)
+                index = index_texts(pipelines[name], embedder, texts, tmp / f"texts-{name}-{rep}.db")
+                runs[name].append({"embed_raw_per_s": round(raw, 1), "index_per_s": round(index, 1),
+                                   "ratio": round(index / raw, 3)})
+                log(f"texts {name} #{rep + 1}: {runs[name][-1]}")
+        out["texts_runs"] = runs
+        for name, r in runs.items():
+            ratios = [x["ratio"] for x in r]
+            best = max(r, key=lambda x: x["index_per_s"])
+            out[name] = {"index_per_s": best["index_per_s"], "embed_raw_per_s": max(x["embed_raw_per_s"] for x in r),
+                         "ratio_best": max(ratios), "ratio_median": round(statistics.median(ratios), 3)}
+        out["ratio_new_over_old_median"] = round(out["new"]["ratio_median"] / out["old"]["ratio_median"], 3)
+
+        if not args.skip_vault and VAULT.is_dir():
+            vault: dict[str, list[dict]] = {"old": [], "new": []}
+            for rep in range(args.repeats):
+                for name in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+                    vault[name].append(index_vault(pipelines[name], embedder, tmp / f"vault-{name}-{rep}.db", name))
+                    log(f"vault {name} #{rep + 1}: { {k: v for k, v in vault[name][-1].items() if k != '_events'} }")
+            for name, r in vault.items():
+                for x in r:
+                    end = x["index_s"]
+                    if name == "new":
+                        x["eta"] = eta_deviation([(t, eta) for t, eta, *_ in x["_events"]], end)
+                    else:
+                        x["eta_rich_notes"] = eta_deviation(rich_notes_eta(x["_events"]), end)
+                    del x["_events"]
+            out["vault"] = {
+                "notes_folder": VAULT.name, "runs": vault,
+                "old_median": {k: statistics.median(x[k] for x in vault["old"])
+                               for k in ("index_s", "total_s", "all_reached_s", "reached_share")},
+                "new_median": {k: statistics.median(x[k] for x in vault["new"])
+                               for k in ("index_s", "total_s", "all_reached_s", "reached_share")},
+                "eta_new_max_rel_dev": max(x["eta"]["max_rel_dev"] for x in vault["new"]),
+                "eta_new_max_rel_dev_10_to_90": max(x["eta"]["max_rel_dev_10_to_90"] for x in vault["new"]),
+                "eta_old_max_rel_dev": max(x["eta_rich_notes"]["max_rel_dev"] or 0 for x in vault["old"]),
+            }
+        out["targets"] = {
+            "index_per_s>=0.95*embed_raw_per_s (median ratio)": out["new"]["ratio_median"] >= 0.95,
+            **({"every note reachable in <=25% of the full index time (median)":
+                out["vault"]["new_median"]["reached_share"] <= 0.25,
+                "ETA within 25% after the first 10%": out["vault"]["eta_new_max_rel_dev"] <= 0.25}
+               if "vault" in out else {}),
+        }
+        out["total_s"] = round(time.perf_counter() - _T0, 1)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

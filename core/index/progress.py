@@ -1,0 +1,201 @@
+"""How far an index run is, and how long it has left, from the work left rather than the notes left.
+
+Notes differ a hundredfold in size (the Obsidian Tasks vault: 0 to 164 chunks a note), so a rate in
+notes per second swung from 7.3 to 0.6 during one import and the ETA jumped 15 -> 42 -> 51 -> 41 s
+(issue 26). The embedder's time follows the text it reads, so the work is counted in characters of
+embedding input: known exactly once a note is chunked (its chunks with their title prefix, and its
+node text), estimated from the stored lengths before that. The rate is the work done over the time
+spent on it since the first batch began (the model's load is not part of it), which the run's
+noise averages out of; the ETA is the work left at that rate.
+
+Also here: the sentences the command line and the app both print about a run (rates in units that
+never read "0.0 nodes/s", and how much of the graph meaning search covers).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+# No ETA before this share of the work is done, nor before this many seconds of it: the first
+# sub-batches say little about the rest (their texts are the shortest of their batch).
+ETA_AFTER_SHARE = 0.02
+ETA_AFTER_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class IndexProgress:
+    """One moment of an index run; plain values, so another process can read it (run_lock.publish)."""
+
+    notes_done: int  # notes fully indexed by this run
+    notes_total: int  # notes this run has taken on (pending when it began, and since)
+    covered: int  # notes of the graph meaning search reaches now (at least one vector)
+    graph_notes: int  # notes in the graph
+    chunks_done: int  # vectors this run wrote (chunks, and node vectors of notes without text)
+    work_done: int  # characters of embedding input embedded so far
+    work_total: int  # characters of embedding input of the whole run (estimated where not chunked yet)
+    seconds: float  # since the run began
+    eta: float | None  # seconds left, once there is enough to say
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "IndexProgress":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.work_done / self.work_total) if self.work_total else 0.0
+
+
+class WorkRate:
+    """Rate and ETA of work measured in units (characters); `clock` is injectable for tests."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.began: float | None = None  # when the first unit of work started
+        self.done = 0
+        self.total = 0
+
+    def start(self) -> None:
+        """The work begins now (the first batch goes to the model)."""
+        if self.began is None:
+            self.began = self.clock()
+
+    def update(self, done: int, total: int) -> None:
+        self.done, self.total = done, max(total, done)
+
+    def elapsed(self) -> float:
+        return 0.0 if self.began is None else self.clock() - self.began
+
+    def per_second(self) -> float | None:
+        """Units per second so far; None until there is enough to say."""
+        elapsed = self.elapsed()
+        if (self.done <= 0 or elapsed < ETA_AFTER_SECONDS or not self.total
+                or self.done < ETA_AFTER_SHARE * self.total):
+            return None
+        return self.done / elapsed
+
+    def eta(self) -> float | None:
+        rate = self.per_second()
+        return None if rate is None else max(0.0, (self.total - self.done) / rate)
+
+
+class RunTally:
+    """The counts of one run, kept by its planning, embedding and writing threads, and the
+    `IndexProgress` they make, handed to `on_progress` in order (under the tally's lock)."""
+
+    def __init__(self, on_progress: Callable[[IndexProgress], None] | None, clock: Callable[[], float] = time.monotonic):
+        self._lock = threading.Lock()
+        self.on_progress = on_progress
+        self.clock = clock
+        self.began = clock()
+        self.rate = WorkRate(clock)
+        self.notes_total = self.notes_done = self.chunks_done = 0
+        self.covered = self.graph_notes = 0
+        self.planned = 0  # characters of the batches planned so far
+        self.embedded = 0  # characters embedded so far
+        self._left: dict[int, int] = {}  # characters each note not yet planned whole will still embed
+        self._left_sum = 0
+
+    def took_on(self, estimates: dict[int, int], covered: int, graph_notes: int) -> None:
+        """Notes joined the run, with their estimated work; the graph's coverage as read now."""
+        with self._lock:
+            for node_id, work in estimates.items():
+                self._set_left(node_id, work)
+            self.notes_total += len(estimates)
+            self.covered, self.graph_notes = covered, graph_notes
+            self._emit()
+
+    def planned_batch(self, work: int, left: dict[int, int]) -> None:
+        """A batch of `work` characters was planned; `left` is what each of its notes will still embed
+        after it (0 once whole; a note's later chunks after its first)."""
+        with self._lock:
+            self.planned += work
+            for node_id, rest in left.items():
+                self._set_left(node_id, rest)
+
+    def dropped(self, node_id: int) -> None:
+        """A note left the run unplanned (it failed to chunk)."""
+        with self._lock:
+            self._set_left(node_id, 0)
+
+    def embedding(self, done: int) -> None:
+        """`done` more characters went through the model."""
+        with self._lock:
+            self.embedded += done
+            self._emit()
+
+    def started_embedding(self) -> None:
+        with self._lock:
+            self.rate.start()
+
+    def written(self, notes: int, vectors: int, newly_covered: int) -> None:
+        with self._lock:
+            self.notes_done += notes
+            self.chunks_done += vectors
+            self.covered += newly_covered
+            self._emit()
+
+    def progress(self) -> IndexProgress:
+        with self._lock:
+            return self._progress()
+
+    def _set_left(self, node_id: int, work: int) -> None:
+        self._left_sum += work - self._left.get(node_id, 0)
+        if work:
+            self._left[node_id] = work
+        else:
+            self._left.pop(node_id, None)
+
+    def _progress(self) -> IndexProgress:
+        total = self.planned + self._left_sum
+        self.rate.update(self.embedded, total)
+        return IndexProgress(notes_done=self.notes_done, notes_total=self.notes_total, covered=self.covered,
+                             graph_notes=self.graph_notes, chunks_done=self.chunks_done, work_done=self.embedded,
+                             work_total=max(total, self.embedded), seconds=round(self.clock() - self.began, 3),
+                             eta=self.rate.eta())
+
+    def _emit(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self._progress())
+
+
+def rate_text(count: int, seconds: float, unit: str) -> str | None:
+    """'38 chunks/s', '2.5 chunks/s', '1 chunk every 4 s'; None when there is nothing sensible to say
+    (nothing done, or under a second: 1 note in 0.02 s is no rate)."""
+    if count <= 0 or seconds < 1.0:
+        return None
+    per_second = count / seconds
+    if per_second >= 10:
+        return f"{per_second:,.0f} {unit}s/s"
+    if per_second >= 1:
+        return f"{per_second:.1f} {unit}s/s"
+    return f"1 {unit} every {_duration(seconds / count)}"
+
+
+def eta_text(seconds: float | None) -> str | None:
+    """'ETA 31 s'; None before there is one, and once nothing is left."""
+    return None if seconds is None or seconds <= 0 else f"ETA {_duration(seconds)}"
+
+
+def _duration(seconds: float) -> str:
+    """'4 s', '2 min 05 s', '14 min', '1 h 02 min' (rounded up: an ETA of '0 s' while work remains
+    reads wrong; past ten minutes the seconds are noise)."""
+    s = max(1, math.ceil(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 600:
+        return f"{s // 60} min {s % 60:02d} s"
+    if s < 3600:
+        return f"{math.ceil(s / 60)} min"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def coverage_text(covered: int, notes: int, noun: str = "note") -> str:
+    """How much of the graph meaning search reaches: 'meaning search covers 80 of 118 notes'."""
+    return f"meaning search covers {covered:,} of {notes:,} {noun}" + ("" if notes == 1 else "s")

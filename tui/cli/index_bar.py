@@ -1,0 +1,44 @@
+"""The progress bar of an index run (`cairn index`, `cairn import`, `cairn doctor --repair`): the bar
+is the share of the work done and the ETA comes from the work left, both in characters of embedding
+input (core/index/progress.py), so neither jumps when a long note follows short ones; beside them the
+nodes indexed, the nodes meaning search reaches ("searchable"), and the chunks embedded per second."""
+
+from __future__ import annotations
+
+from core.index.progress import IndexProgress, eta_text, rate_text
+from tui.cli.common import Out
+
+
+class IndexBar:
+    """Called with each IndexProgress; on stderr, shown from the first report that has work in it."""
+
+    def __init__(self, out: Out, label: str = "Indexing"):
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self.bar = Progress(TextColumn(label), BarColumn(bar_width=20), TextColumn("{task.fields[notes]}"),
+                            TextColumn("{task.fields[reach]}", style="dim"),
+                            TextColumn("{task.fields[speed]}", style="progress.data.speed"),
+                            TextColumn("{task.fields[eta]}"), console=Console(stderr=True), transient=False)
+        self.task = None
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, p: IndexProgress) -> None:
+        if self.task is None:
+            if not p.notes_total:  # nothing to do: no empty bar
+                return
+            self.bar.start()
+            self.task = self.bar.add_task("", total=None, notes="", reach="", speed="", eta="")
+        reach = f"searchable {p.covered:,}/{p.graph_notes:,}"
+        speed = rate_text(p.chunks_done, p.seconds, "chunk") if p.eta is not None else None
+        self.bar.update(self.task, total=max(p.work_total, 1), completed=p.work_done,
+                        notes=f"{p.notes_done:,}/{p.notes_total:,} nodes", reach=reach, speed=speed or "",
+                        eta=eta_text(p.eta) or "")
+
+    def __exit__(self, *exc):
+        if self.task is not None:
+            self.bar.stop()
+            self.bar.remove_task(self.task)
+            self.task = None
