@@ -237,8 +237,8 @@ class NodeView(Vertical):
         node_ids: tuple  # the ends to refresh anyway (the edge may have changed elsewhere)
 
     def __init__(self, services: Services, node_id: int, *, load_now: bool = True, **kwargs):
-        """`load_now=False`: the node is read when the view is first shown (a tab reopened at start
-        behind the active one), not on mount."""
+        """`load_now=False`: the view is built and its node read when it is first shown (a tab reopened
+        at start behind the active one), not on mount."""
         super().__init__(**kwargs)
         self.services = services
         self.node_id = int(node_id)
@@ -253,6 +253,8 @@ class NodeView(Vertical):
 
     # -- layout --------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        if self._deferred:
+            return  # composed when first shown (shown): ten tabs reopened at start built ten of these
         with ContentSwitcher(initial="node-read", classes="node-switcher"):
             with VerticalScroll(id="node-read", classes="node-read"):
                 yield Static(Text(f"Node {self.node_id}"), classes="node-title")
@@ -292,9 +294,10 @@ class NodeView(Vertical):
         # The switcher's few children, not a query of the whole view: the Focus panel asks on
         # every bindings refresh.
         if self._switcher is None:
-            if not self.is_mounted:
+            found = self.query_children(".node-switcher") if self.is_mounted else None
+            if not found:  # not mounted, or not composed yet (a tab reopened at start)
                 return None
-            self._switcher = self.query_one(".node-switcher", ContentSwitcher)
+            self._switcher = found.first(ContentSwitcher)
         return next((child for child in self._switcher.children if isinstance(child, NodeEditor)), None)
 
     def _on_descendant_focus(self, event: events.DescendantFocus) -> None:
@@ -348,10 +351,14 @@ class NodeView(Vertical):
             self._read()
 
     def shown(self) -> None:
-        """The view's tab became the active one (FocusPanel): a deferred view reads its node now."""
+        """The view's tab became the active one (FocusPanel): a deferred view is built and reads its node now."""
         if self._deferred:
             self._deferred = False
-            self._read()
+            self.call_later(self._build_and_read)
+
+    async def _build_and_read(self) -> None:
+        await self.recompose()
+        self._read()
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _read(self) -> None:
