@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,6 +223,42 @@ def test_an_edit_that_changes_nothing_says_so(capsys, db, monkeypatch):
     assert rc == 0 and out.startswith("Node 1 is unchanged"), out
     rc, out, err = cli(capsys, "edit", "1", "--title", "Otters", "--db", str(db))
     assert rc == 0 and out.startswith("Updated node 1: Otters"), out
+
+
+def _editor_that_writes(tmp_path, text: str, status: int) -> str:
+    """$EDITOR: a script that writes `text` into the file it is given, then exits with `status`."""
+    script = tmp_path / "editor.py"
+    script.write_text(f"import sys\nopen(sys.argv[1], 'w').write({text!r})\nsys.exit({status})\n")
+    return f"{sys.executable} {script}"
+
+
+def test_an_editor_that_fails_keeps_the_text_it_left(capsys, db, monkeypatch, tmp_path):
+    """vim's :cq after an hour of writing: nothing is saved, and the text is in a file the error names."""
+    monkeypatch.setenv("EDITOR", _editor_that_writes(tmp_path, "An hour of writing about otters.\n", 1))
+    monkeypatch.delenv("VISUAL", raising=False)
+    rc, out, err = cli(capsys, "edit", "1", "--db", str(db))
+    assert rc == 1 and "The editor exited with status 1; nothing was changed (the text it left is kept in " in err
+    kept = Path(re.search(r"kept in (\S+\.md)\)", err).group(1))
+    assert kept.read_text() == "An hour of writing about otters.\n"
+    monkeypatch.setenv("EDITOR", "false")  # exits 1 without writing: there is no edit to keep
+    rc, out, err = cli(capsys, "edit", "1", "--db", str(db))
+    assert rc == 1 and err.strip().endswith("nothing was changed."), err
+    assert sorted(kept.parent.iterdir()) == [kept]
+
+
+def test_a_merge_declined_after_an_edit_keeps_the_edit(capsys, db, monkeypatch, tmp_path):
+    import io
+
+    rc, out, err = cli(capsys, "add", "Sea otters hold hands.", "--title", "Otters again", "--db", str(db))
+    assert rc == 0, err
+    monkeypatch.setenv("EDITOR", _editor_that_writes(tmp_path, "The merged text, rewritten.\n", 0))
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    rc, out, err = cli(capsys, "merge", "1", "2", "--edit", "--db", str(db))
+    assert rc == 1 and "Cancelled; nothing was changed." in err, (out, err)
+    kept = Path(re.search(r"the edited text is kept in (\S+\.md)", err).group(1))
+    assert kept.read_text() == "The merged text, rewritten.\n"
 
 
 def test_an_edit_in_the_same_clock_tick_as_the_last_write_says_updated(capsys, db, monkeypatch):

@@ -13,8 +13,9 @@ import json
 import os
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from core.config import PROVIDERS
 from core.errors import CairnError, InvalidInput
@@ -294,8 +295,12 @@ def editor() -> str | None:
     return os.environ.get("VISUAL") or os.environ.get("EDITOR")
 
 
-def edit_in_editor(text: str) -> str:
-    """`text` edited in $VISUAL/$EDITOR (a temp file under the data dir), as the editor saved it."""
+@contextmanager
+def edited_in_editor(text: str) -> Iterator[str]:
+    """`text` edited in $VISUAL/$EDITOR (a temp file under the data dir), as the editor saved it, for the
+    block that uses it. The file goes once that block has ended well. An edit is never lost: when the
+    editor exits with a failure, or the block raises (a refused value, a locked database, a "no", Ctrl-C),
+    a file that holds an edit is kept and its path said."""
     import shlex
     import subprocess
     import tempfile
@@ -312,8 +317,31 @@ def edit_in_editor(text: str) -> str:
         path = Path(fh.name)
     try:
         result = subprocess.run([*shlex.split(command), str(path)])
-        if result.returncode != 0:
-            raise CairnError(f"The editor exited with status {result.returncode}; nothing was changed.")
-        return decode(path.read_bytes(), "The edited file")
-    finally:
-        path.unlink(missing_ok=True)
+        data = path.read_bytes()
+    except BaseException:
+        _keep_if_edited(path, text)
+        raise
+    if result.returncode != 0:
+        kept = _keep_if_edited(path, text)
+        raise CairnError(f"The editor exited with status {result.returncode}; nothing was changed"
+                         + (f" (the text it left is kept in {kept})." if kept else "."))
+    try:
+        edited = decode(data, "The edited file")
+        yield edited
+    except BaseException:
+        kept = _keep_if_edited(path, text)
+        if kept:
+            print(f"cairn: the edited text is kept in {kept}", file=sys.stderr)
+        raise
+    path.unlink(missing_ok=True)
+
+
+def _keep_if_edited(path: Path, text: str) -> Path | None:
+    """`path` when it holds something other than `text` (an edit worth keeping), else removed: None."""
+    try:
+        if path.read_bytes() != text.encode("utf-8"):
+            return path
+    except OSError:
+        return None
+    path.unlink(missing_ok=True)
+    return None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tui.cli.common import Out, Verbs, confirm, edit_in_editor, id_arg, open_store
+from contextlib import nullcontext
+
+from tui.cli.common import Out, Verbs, confirm, edited_in_editor, id_arg, open_store
 
 
 def cmd_merge(args, out: Out) -> int:
@@ -12,20 +14,11 @@ def cmd_merge(args, out: Out) -> int:
         plan = merge.plan(store, args.keep, args.other)
         ends = {m.from_id for m in plan.edges} | {m.to_id for m in plan.edges}
         titles = {n["id"]: n["title"] for n in store.get_nodes(sorted(ends))}
-        source = edit_in_editor(plan.source) if args.edit else plan.source
-        if not out.as_json:
-            for line in plan.summary():
-                out.text(line)
-            for move in plan.edges:
-                out.text(("  " + move.describe(plan.keep["id"], titles), "dim"))
-            out.text(("The text after the merge" + (" (as you edited it)" if args.edit else "")
-                      + " (--edit changes it first):", "bold"))
-            out.text(source)
-        elif not args.yes:
-            out.json({"plan": plan.as_dict(), "merged": None})
-            return 0  # --json without --yes: the plan alone, nothing written
-        confirm(args, f"Merge node {plan.other['id']} into node {plan.keep['id']}?")
-        node = merge.apply(store, plan, source=source)
+        # An edit is kept in a file when the merge does not happen (a "no", a failure): edited_in_editor.
+        with edited_in_editor(plan.source) if args.edit else nullcontext(plan.source) as source:
+            node = _show_and_apply(args, out, store, plan, titles, source)
+    if node is None:
+        return 0
     if out.as_json:
         out.json({"plan": plan.as_dict(), "merged": node})
     else:
@@ -33,6 +26,25 @@ def cmd_merge(args, out: Out) -> int:
                  (f" (the other is in the trash; `cairn history {node['id']}` lists the merge, and "
                   "`cairn revert ID --undo N` on any of its changes takes it all back)", "dim"))
     return 0
+
+
+def _show_and_apply(args, out: Out, store, plan, titles: dict, source: str) -> dict | None:
+    """The plan shown, the user asked, the merge written: the kept node (None: --json without --yes)."""
+    from core.graph import merge
+
+    if not out.as_json:
+        for line in plan.summary():
+            out.text(line)
+        for move in plan.edges:
+            out.text(("  " + move.describe(plan.keep["id"], titles), "dim"))
+        out.text(("The text after the merge" + (" (as you edited it)" if args.edit else "")
+                  + " (--edit changes it first):", "bold"))
+        out.text(source)
+    elif not args.yes:
+        out.json({"plan": plan.as_dict(), "merged": None})
+        return None  # --json without --yes: the plan alone, nothing written
+    confirm(args, f"Merge node {plan.other['id']} into node {plan.keep['id']}?")
+    return merge.apply(store, plan, source=source)
 
 
 def register(verbs: Verbs) -> None:

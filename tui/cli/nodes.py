@@ -8,7 +8,7 @@ from core.errors import InvalidInput
 from core.graph import provenance
 from core.graph.store import NO_EXPLANATION
 from tui.cli.capture import add_url
-from tui.cli.common import Out, Verbs, confirm, edit_in_editor, event_date_arg, id_arg, open_store, text_arg
+from tui.cli.common import Out, Verbs, confirm, edited_in_editor, event_date_arg, id_arg, open_store, text_arg
 
 
 def cmd_add(args, out: Out) -> int:
@@ -127,10 +127,12 @@ def cmd_edit(args, out: Out) -> int:
             dims += args.add_dimension or []
             drop = {d.lower() for d in args.remove_dimension or []}
             changes["dimensions"] = [d for d in dims if d.lower() not in drop]
-        if not changes:
-            changes["source"] = edit_in_editor(node["source"])
         before = node
-        node = store.update_node(args.id, **changes)
+        if changes:
+            node = store.update_node(args.id, **changes)
+        else:
+            with edited_in_editor(node["source"]) as text:
+                node = store.update_node(args.id, source=text)
     if out.as_json:
         out.json(node)
     elif _same_values(before, node):  # the store writes nothing when every value is the same

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.errors import CairnError, InvalidInput
 from core.safe_text import printable
-from tui.cli.common import Out, UsageError, Verbs, decode, edit_in_editor, editor
+from tui.cli.common import Out, UsageError, Verbs, decode, edited_in_editor, editor
 
 
 def _warn(catalog) -> None:
@@ -38,18 +38,20 @@ def _edit_and_save(text: str, path: Path) -> bool:
     Returns False when nothing changed. An invalid edit is kept as PATH.rejected and reported."""
     from core.agent import skills
 
-    edited = edit_in_editor(text)
-    if edited == text:
-        return False
-    try:
-        skills.parse(edited, path)
-    except InvalidInput as exc:
-        rejected = path.with_name(path.name + ".rejected")
-        _write(rejected, edited)
-        raise CairnError(f"The edit is not a valid skill ({exc}); it was not saved as the skill, and is kept in "
-                         f"{rejected}.") from None
-    _write(path, edited)
-    return True
+    with edited_in_editor(text) as edited:
+        if edited == text:
+            return False
+        try:
+            skills.parse(edited, path)
+        except InvalidInput as exc:
+            refused = exc
+            rejected = path.with_name(path.name + ".rejected")
+            _write(rejected, edited)  # kept there, so the editor's file can go
+        else:
+            _write(path, edited)
+            return True
+    raise CairnError(f"The edit is not a valid skill ({refused}); it was not saved as the skill, and is kept in "
+                     f"{rejected}.")
 
 
 def cmd_skills(args, out: Out) -> int:
