@@ -9,10 +9,11 @@ dialog); at 130 columns `d` cycled the node list's dimension filter.
 The app holds the keys that arrive after such a key and gives them, in order, once the keyboard
 has moved (another widget or screen has the focus), or once nothing is left to do and it did not
 move (the key had nothing to move: `ctrl+l` with the chat already focused), or after HOLD_AT_MOST
-seconds whatever happens (a busy app still gets every key). Keys that move the keyboard: the app's
+seconds whatever happens (a busy app still gets every key). Keys that move the keyboard: the
 bindings with the ids in MOVERS (whatever keys the user's keymap gives them), `enter` on the node
-list (opens the node in Focus, which takes the keyboard), and `escape` while a dialog is open.
-A printable key typed into a text field is typed, not a move.
+list (opens the node in Focus, which takes the keyboard), `escape` while a dialog is open, and a
+printable key that the node list types into the search box (type-to-search, issue 26: the rest of
+the word follows it there). A printable key typed into a text field is typed, not a move.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
 MOVERS = frozenset({"search_nodes", "quick_capture", "journal_today", "focus_chat", "toggle_viewer", "cycle_pane",
-                    "help", "node_history", "neighbourhood"})
+                    "help", "node_history", "neighbourhood", "nodes_to_list"})
 HOLD_AT_MOST = 1.5  # seconds
 POLL = 0.01  # seconds between looks at the focus while holding
 QUIET_POLLS = 3  # looks with nothing queued anywhere before a hold ends without a move
@@ -68,6 +69,11 @@ class KeyHandoff:
         focused = app.screen.focused
         if event.is_printable and (isinstance(focused, Input) or _is_text_area(focused)):
             return False  # typed into the field
+        if event.is_printable:
+            from tui.widgets.node_browser import NodeList
+
+            if isinstance(focused, NodeList) and focused.types_into_search(event):
+                return True
         if event.key == "escape":
             from textual.screen import ModalScreen
 

@@ -25,6 +25,8 @@ def pane_commands(app: App) -> Iterator[SystemCommand]:
                         app.action_new_in_editor)
     yield SystemCommand("Nodes: cycle sort", "Best match, recently updated, most connected (s)", browser.cycle_sort)
     yield SystemCommand("Nodes: cycle dimension filter", "The next #dimension (d)", browser.cycle_dimension)
+    yield SystemCommand("Nodes: remember this view", "Start with this sort and #dimension filter next time "
+                        "(other changes last until you quit)", browser.remember_view)
 
     panel = app.query_one(FocusPanel)
     view = panel.active_view

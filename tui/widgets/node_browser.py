@@ -12,9 +12,17 @@ widget per node), each row showing title, updated date, edge count and dimension
 
 Keys — search box: type to search, `#tag` (or `#"two words"`) filters by a dimension (`#res` means
 the most used dimension starting with "res"), `enter` opens the highlighted (or top) node, `down`
-moves into the list, `escape` clears the search. List: `enter` opens, `s` cycles the sort
-(relevance → updated → connections), `d` cycles the dimension filter (it rewrites the `#tag` in
-the search box), `up` on the first row goes back to the search box.
+moves into the list, `escape` clears the search (and never leaves the box). List: `enter` opens, `s`
+cycles the sort (relevance → updated → connections), `d` cycles the dimension filter (it rewrites the
+`#tag` in the search box), `up` on the first row goes back to the search box, and any other printable
+key is typed into the search box, as if it had the keyboard (type-to-search).
+
+Where the keys go (issue 26): the keyboard leaves the box only by a key that visibly moves it into
+the list (`down`, `tab`, a click), never by `escape`. Before, a second `escape` left the box, and a new
+query typed after it ran list commands (`s` re-sorted, `d` filtered) and `down enter` opened a note
+the search had not found. The pane's bottom border says what typing does now, its title shows the
+sort and the dimension filter, and both last for the session unless "Nodes: remember this view"
+(core/graph/nodes_view.py) keeps them for the next start.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from core.graph import nodes_view
 from core.search import browse
 from core.safe_text import printable
 from tui.messages import OpenNode
@@ -44,6 +53,8 @@ MORE_MARGIN = 40  # load the next page when the highlight comes this close to th
 FIRST_PAGE = 50
 MAX_RELOAD = 2000  # rows a reload re-reads to keep the user's place in a long browse list
 SORT_LABELS = {"relevance": "best match", "updated": "recently updated", "edges": "most connected"}
+SORT_SHORT = {"relevance": "best match", "updated": "by update", "edges": "by links"}  # a narrow pane's title
+TITLE_FRAME = 6  # border columns around the title: "╭─ " and " ─╮"
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,14 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def describe_view(view: nodes_view.View) -> str:
+    """A view in words: "most connected #research"."""
+    sort = "best match (recently updated with no search)" if view.sort == "relevance" else SORT_LABELS[view.sort]
+    if not view.dimensions:
+        return f"{sort}, no dimension filter"
+    return " ".join([sort, *(browse.format_tag(d) for d in view.dimensions)])
+
+
 def row_prompt(row: dict) -> Content:
     """Two lines: the title, then updated date · edges · dimensions. User text is never markup."""
     edges = row["edge_count"]
@@ -147,9 +166,11 @@ def row_prompt(row: dict) -> Content:
 
 class SearchBox(Input):
     BINDINGS = [
-        # Priority: the list takes the keyboard before the next key is delivered, so "down down"
-        # arriving together moves two rows (as a bubbling binding the second one was lost).
-        Binding("down", "to_list", "Results", id="nodes_to_list", show=False, priority=True),
+        # Not a priority binding: it acts after the letters typed before it (a priority binding ran
+        # as the key arrived, before the box had typed them, so `query down enter` opened a row of the
+        # previous query's list). The keys after it wait for the list (tui/key_handoff.py MOVERS), so
+        # "down down" arriving together moves two rows.
+        Binding("down", "to_list", "Results", id="nodes_to_list", show=False),
         Binding("escape", "clear_search", "Clear search", id="nodes_clear_search", show=False),
     ]
 
@@ -169,14 +190,27 @@ class SearchBox(Input):
         if event.text:
             event.text = " ".join(event.text.split())
 
+    keep_selection_once = False  # the next focus leaves the cursor and selection where they are
+
+    def _on_focus(self, event: events.Focus) -> None:
+        """Input selects the whole query on focus, so typing replaces it. Not when the list hands on a
+        key typed into it (it lands where the cursor was), nor when the box holds only a #dimension
+        filter (the search typed next joins the filter instead of replacing it). Textual runs
+        Input._on_focus next, which reads select_on_focus."""
+        text, tags = browse.split_tags(self.value)
+        self.select_on_focus = not self.keep_selection_once and not (tags and not text)
+        if tags and not text and not self.keep_selection_once:
+            self.value = self.value.rstrip() + " "
+            self.cursor_position = len(self.value)
+        self.keep_selection_once = False
+
     def action_to_list(self) -> None:
         self.parent.focus_list()  # type: ignore[union-attr]
 
     def action_clear_search(self) -> None:
-        if self.value:
-            self.value = ""
-        else:
-            self.parent.focus_list()  # type: ignore[union-attr]
+        """Clear the box; the keyboard stays in it. (A second escape used to leave for the list, and
+        the next query's first letters ran list commands: `s` re-sorted, `d` filtered.)"""
+        self.value = ""
 
 
 class NodeList(OptionList):
@@ -186,6 +220,28 @@ class NodeList(OptionList):
         Binding("s", "cycle_sort", "Sort", id="nodes_sort"),
         Binding("d", "cycle_dimension", "Dimension", id="nodes_dimension"),
     ]
+
+    def types_into_search(self, event: events.Key) -> bool:
+        """Whether this key, pressed in the list, is typed into the search box: a printable key that
+        is no command here (the list's own, or the app's such as `/` and `L`, as the keymap has them)."""
+        return event.is_printable and event.key not in self.screen.active_bindings
+
+    def _on_key(self, event: events.Key) -> None:
+        """Type-to-search: the key goes to the search box, which takes the keyboard now (the keys
+        after it are held for it by tui/key_handoff.py) with its cursor and selection as they were."""
+        if self.types_into_search(event):
+            event.stop()
+            event.prevent_default()
+            self.parent.type_into_search(event)  # type: ignore[union-attr]
+
+    def action_select(self) -> None:
+        """Enter: decided here, as the key is handled, not when OptionSelected reaches the browser (the
+        results of the query typed just before may have replaced the rows by then)."""
+        browser = self.parent
+        if browser.waiting_for_results():  # type: ignore[union-attr]
+            browser.open_when_loaded(self.highlighted or 0)  # type: ignore[union-attr]
+            return
+        super().action_select()
 
     def action_cycle_sort(self) -> None:
         self.parent.cycle_sort()  # type: ignore[union-attr]
@@ -221,8 +277,12 @@ class NodeBrowser(Vertical):
     def __init__(self, services: Services, **kwargs):
         super().__init__(**kwargs)
         self.services = services
-        self.sort = "relevance"
+        with services.store() as store:  # one meta row, before the first query: the view it starts with
+            remembered = nodes_view.load(store)
+        self.sort = remembered.sort  # a change lasts for the session unless remember_view() keeps it
+        self._first_query = " ".join(browse.format_tag(d) for d in remembered.dimensions)
         self._generation = 0
+        self._requested_text: str | None = None  # the box's text the latest query was asked for
         self._shown: Request | None = None  # the request whose rows are on screen
         self._has_more = False
         self._more_ids: list[int] = []  # a search's hits not yet in the list, best first
@@ -233,11 +293,13 @@ class NodeBrowser(Vertical):
         self._result: Result | None = None
         self._keep_place = False
         self._titles: dict[str, str] = {}  # option id -> node title, for the new tab's label
-        self._open_when_loaded: int | None = None  # enter came before the results: open the top hit
+        self._open_when_loaded: int | None = None  # enter came before the results: open a row of them
+        self._index_while_waiting: int | None = None  # the row the list was moved to before the results came
         self.border_title = "Nodes"
 
     def compose(self):
-        yield SearchBox(placeholder="search · #dimension", id="node-search")
+        yield SearchBox(self._first_query + (" " if self._first_query else ""),
+                        placeholder="search · #dimension", id="node-search")
         yield NodeList(id="node-list")
         yield Static("", id="node-status")
 
@@ -253,6 +315,10 @@ class NodeBrowser(Vertical):
         self.focus_search()
 
     def focus_list(self) -> None:
+        if self.query_text != self._requested_text:
+            # The box typed more than the queries asked so far (its Input.Changed messages are still
+            # queued): ask now, so the list knows it does not show these results yet.
+            self._start()
         node_list = self.query_one(NodeList)
         if node_list.option_count and node_list.highlighted is None:
             node_list.highlighted = 0
@@ -262,6 +328,38 @@ class NodeBrowser(Vertical):
         self._dimension_names = None
         self._start(keep_place=True)
 
+    def type_into_search(self, event: events.Key) -> None:
+        """A key pressed in the list that is no command there: typed into the search box, which takes
+        the keyboard now, its cursor and selection kept (the key lands where typing would have)."""
+        box = self.query_one(SearchBox)
+        box.keep_selection_once = True
+        self.screen.set_focus(box)  # now: the next keys of a burst go to the box (tui/key_handoff.py)
+        box.post_message(events.Key(event.key, event.character))
+
+    # -- where the keys go -------------------------------------------------------------------------
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._show_keys()
+
+    def on_descendant_blur(self, event: events.DescendantBlur) -> None:
+        self._show_keys()
+
+    def _show_keys(self) -> None:
+        """The bottom border says what typing does now: search (the box has the keyboard), or which
+        letters are list commands (the list has it; other keys search). Empty when neither has it."""
+        focused = self.screen.focused
+        if isinstance(focused, SearchBox):
+            self.border_subtitle = " · ".join(["typing searches", *self._keys_for(("nodes_to_list", "list"))])
+        elif isinstance(focused, NodeList):
+            self.border_subtitle = " · ".join([*self._keys_for(("nodes_sort", "sort"), ("nodes_dimension", "filter")),
+                                               "other keys search"])
+        else:
+            self.border_subtitle = ""
+
+    def _keys_for(self, *wanted: tuple[str, str]) -> list[str]:
+        """"KEY label" for each binding id active where the keyboard is, with the key the keymap gives."""
+        keys = {active.binding.id: active.binding for active in self.screen.active_bindings.values()}
+        return [f"{self.app.get_key_display(keys[ident])} {label}" for ident, label in wanted if ident in keys]
+
     # -- queries -------------------------------------------------------------------------------
     @property
     def query_text(self) -> str:
@@ -269,6 +367,7 @@ class NodeBrowser(Vertical):
 
     def _start(self, keep_place: bool = False) -> None:
         self._generation += 1
+        self._requested_text = self.query_text
         self._keep_place = keep_place
         self._loading_more = False
         self._status("searching…" if browse.split_tags(self.query_text)[0] else "loading…")
@@ -308,7 +407,9 @@ class NodeBrowser(Vertical):
     @on(Input.Changed, "#node-search")
     def _query_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._start()
+        if self.query_text != self._requested_text:  # else focus_list asked for it already
+            self._index_while_waiting = None  # a row chosen for an earlier query means nothing for this one
+            self._start()
 
     @on(Input.Submitted, "#node-search")
     def _submitted(self, event: Input.Submitted) -> None:
@@ -323,10 +424,20 @@ class NodeBrowser(Vertical):
         index = node_list.highlighted or 0
         self._open(node_list.get_option_at_index(index))
 
+    def waiting_for_results(self) -> bool:
+        """The list does not show the results of what the box holds yet (a query is running)."""
+        return self._shown is None or self._shown.generation != self._generation
+
+    def open_when_loaded(self, index: int) -> None:
+        """`down enter` typed with the query, before its results came: enter means that row of the
+        results (the top hit after one `down`), not of the rows of the previous query still shown."""
+        self._open_when_loaded = self._generation
+        self._index_while_waiting = index
+
     @on(OptionList.OptionSelected, "#node-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self._open(event.option)
+        self._open(event.option)  # the row enter was pressed on, even if a reload has landed since
 
     def _open(self, option: Option) -> None:
         if option.id is not None:
@@ -351,7 +462,7 @@ class NodeBrowser(Vertical):
             self._totals, self._total, self._result = result.totals, result.total, result
             self._more_ids = list(result.more_ids)
             if options:
-                index = 0
+                index = min(self._index_while_waiting or 0, len(options) - 1)
                 if previous is not None:
                     try:
                         index = node_list.get_option_index(previous)
@@ -360,6 +471,7 @@ class NodeBrowser(Vertical):
                 node_list.highlighted = index
                 if self._keep_place:
                     node_list.scroll_to(y=scroll, animate=False)
+            self._index_while_waiting = None
         else:
             node_list.add_options([o for o in options if o.id not in node_list._id_to_option])
         if self._shown is None:
@@ -380,12 +492,15 @@ class NodeBrowser(Vertical):
             return
         self._loading_more = False
         self._open_when_loaded = None
+        self._index_while_waiting = None
         self._status(Content.assemble(("⚠ ", "$error"), (printable(message.error), "$error")))
 
     # -- paging --------------------------------------------------------------------------------
     @on(OptionList.OptionHighlighted, "#node-list")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()
+        if self.waiting_for_results() and self.screen.focused is event.option_list:
+            self._index_while_waiting = event.option_index  # a row chosen before the results came
         if event.option_index >= event.option_list.option_count - MORE_MARGIN:
             self._load_more()
 
@@ -418,8 +533,7 @@ class NodeBrowser(Vertical):
     def cycle_sort(self) -> None:
         options = self.sort_options()
         self.sort = options[(options.index(self.effective_sort()) + 1) % len(options)]
-        self.notify(f"Nodes sorted by {SORT_LABELS[self.sort]}.", timeout=2)
-        self._start()
+        self._start()  # the title shows the new sort (no toast: it says the same thing)
 
     def cycle_dimension(self) -> None:
         """Next dimension (most used first, then none), written as the `#tag` in the search box."""
@@ -458,8 +572,33 @@ class NodeBrowser(Vertical):
         else:
             nxt = names[0]
         value = " ".join(p for p in (text, browse.format_tag(nxt) if nxt else "") if p)
-        self.query_one(SearchBox).value = value  # Input.Changed re-runs the query
-        self.notify(f"Dimension: {printable(nxt)}" if nxt else "Dimension: all", timeout=2, markup=False)
+        # A space after the filter: what is typed next is a search word, not more of the #tag.
+        box = self.query_one(SearchBox)
+        box.value = value + (" " if nxt else "")  # Input.Changed re-runs the query; the title shows it
+        box.cursor_position = len(box.value)
+
+    # -- the view kept across starts ---------------------------------------------------------------
+    def current_view(self) -> nodes_view.View:
+        """The sort and the dimension filter shown now (the filter as the dimensions its #tags mean)."""
+        dimensions = tuple(self._result.dimensions) if self._result is not None else ()
+        return nodes_view.View(self.sort, dimensions)
+
+    def remember_view(self) -> None:
+        """Keep the sort and dimension filter shown now for the next start (the palette's "Nodes:
+        remember this view"); any other change of them lasts for the session only."""
+        self._save_view(self.current_view())
+
+    @work(thread=True, exclusive=True, group="node-browser-view", exit_on_error=False)
+    def _save_view(self, view: nodes_view.View) -> None:
+        try:
+            with self.services.store() as store:
+                nodes_view.save(store, view)
+        except Exception as exc:  # a locked or read-only database: said, and the session's view stays
+            self.app.call_from_thread(self.notify, f"The view was not remembered: {describe_error(exc)}",
+                                      severity="error", markup=False)
+            return
+        self.app.call_from_thread(self.notify, f"Remembered for the next start: {describe_view(view)}.",
+                                  timeout=4, markup=False)
 
     # -- status --------------------------------------------------------------------------------
     def _status(self, text: str | Content) -> None:
@@ -468,14 +607,34 @@ class NodeBrowser(Vertical):
         # again, twice per keystroke ("searching…", then the counts).
         self.query_one("#node-status", Static).update(Content(text) if isinstance(text, str) else text, layout=False)
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._render_title()
+
+    def _render_title(self) -> None:
+        """"Nodes · 14 · most connected #research · 3 pending": the sort and the dimension filter
+        shown, so a change of them is seen where the list is. Where that does not fit the border (the
+        pane is 36-39 columns at 120-130), the count goes first (the status line has it), then the
+        sort takes its short name, then the pending count; the filter and the failures stay."""
+        totals = self._totals or {}
+        dims = Content("")
+        for dim in (self._result.dimensions if self._result is not None else ()):
+            dims += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
+        pending = Content.styled(f" · {totals['pending']:,} pending", "$text-muted") if totals.get("pending") \
+            else Content("")
+        failed = Content.styled(f" · {totals['errors']:,} failed", "$warning") if totals.get("errors") \
+            else Content("")
+        sort = self.effective_sort()
+        count = Content.styled(f" · {totals.get('nodes', 0):,}", "$text-muted")
+        candidates = [Content.assemble("Nodes", count, " · ", SORT_LABELS[sort], dims, pending, failed),
+                      Content.assemble("Nodes · ", SORT_LABELS[sort], dims, pending, failed),
+                      Content.assemble("Nodes · ", SORT_SHORT[sort], dims, pending, failed),
+                      Content.assemble("Nodes · ", SORT_SHORT[sort], dims, failed)]
+        room = self.outer_size.width - TITLE_FRAME if self.outer_size.width else None
+        self.border_title = next((c for c in candidates if room is None or c.cell_length <= room), candidates[-1])
+
     def _render_counts(self) -> None:
         totals = self._totals or {}
-        title = Content.assemble("Nodes", (f" · {totals.get('nodes', 0):,}", "$text-muted"))
-        if totals.get("pending"):
-            title += Content.styled(f" · {totals['pending']:,} pending", "$text-muted")
-        if totals.get("errors"):
-            title += Content.styled(f" · {totals['errors']:,} failed", "$warning")
-        self.border_title = title
+        self._render_title()
         result = self._result
         if result is None:
             return
@@ -504,8 +663,7 @@ class NodeBrowser(Vertical):
         elif self._total is not None:
             parts.append(f"{shown:,} of {self._total:,}" if shown < self._total
                          else f"{shown:,} node" + ("" if shown == 1 else "s"))
-        parts.append(SORT_LABELS[self.effective_sort()])
-        line = Content(" · ".join(parts))
+        line = Content(" · ".join(parts))  # the sort is in the title, with the filter
         for dim in result.dimensions:
             line += Content.styled(" " + printable(browse.format_tag(dim)), "$accent")
         if result.note:
