@@ -170,3 +170,21 @@ async def test_N_writes_a_new_note_in_EDITOR_and_opens_it(db_path, store, in_app
         assert "The editor exited with status 2; nothing was saved. Your text is kept in " in notices(app)[-1]
         assert [p.read_text(encoding="utf-8") for p in kept_files()] == ["Half a thought\n"]
         assert store.counts()["nodes"] == 1
+
+
+async def test_a_note_written_with_N_is_indexed_and_listed(db_path, store, in_app_editor, monkeypatch):
+    """Found in the issue-26 walkthrough: the note N saved stayed 'pending: waiting to be indexed' and
+    out of the header's count until some other write came (no NodesChanged was posted for it)."""
+    asked = []
+    monkeypatch.setattr(CairnApp, "index_pending", lambda self: asked.append(store.counts()["nodes"]))
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await pilot.press("f3")
+        monkeypatch.setenv("NOTE_TEXT", "Levain\n\nA young starter.\n")
+        await pilot.press("N")
+        await settle(app, pilot)
+        panel = app.query_one(FocusPanel)
+        await wait_for(pilot, lambda: panel.primary is not None, what="the new note opened")
+        await settle(app, pilot)
+        assert 1 in asked  # the indexer was asked once the note existed

@@ -243,7 +243,8 @@ def _save_new(app: App, path: Path, handed: str) -> None:
     from core.errors import CairnError
 
     def done(text: str, severity: str = "information", open_node: int | None = None) -> None:
-        app.call_from_thread(_done, app, text, severity, None, open_node)
+        # refresh=open_node: the new note goes into the node list and to the indexer (NodesChanged)
+        app.call_from_thread(_done, app, text, severity, open_node, open_node)
 
     try:
         text = path.read_bytes().decode("utf-8")
