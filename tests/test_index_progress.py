@@ -15,10 +15,10 @@ class Clock:
         return self.now
 
 
-# Notes as a vault has them: sizes differing a hundredfold (characters of embedding input), a run of
+# Notes as a vault has them: sizes differing a hundredfold (word pieces of embedding input), a run of
 # small ones, then big ones, then small again.
 SIZES = [300] * 20 + [30_000] * 5 + [400] * 30 + [12_000] * 8 + [250] * 40
-SPEED = 2_000.0  # characters a second, steady (the embedder's cost follows its input)
+SPEED = 2_000.0  # word pieces a second, steady (the embedder's cost follows its input)
 
 
 def test_the_eta_from_the_work_left_holds_over_notes_of_every_size():
@@ -68,7 +68,7 @@ def test_the_tally_counts_work_planned_and_estimated_and_drops_what_leaves():
     tally = RunTally(seen.append, clock)
     tally.took_on({1: 1_000, 2: 5_000, 3: 400}, covered=7, graph_notes=10)
     assert seen[-1].work_total == 6_400 and seen[-1].notes_total == 3 and seen[-1].covered == 7
-    # note 2's first chunk (600 characters) planned with note 1 whole; note 2 has 4,000 left (known now)
+    # note 2's first chunk (600 word pieces) planned with note 1 whole; note 2 has 4,000 left (known now)
     tally.planned_batch(1_000 + 600, {1: 0, 2: 4_000})
     tally.dropped(3)  # it failed to chunk
     tally.started_embedding()
@@ -78,8 +78,15 @@ def test_the_tally_counts_work_planned_and_estimated_and_drops_what_leaves():
     p = seen[-1]
     assert (p.work_done, p.work_total) == (1_600, 5_600)
     assert (p.notes_done, p.covered, p.chunks_done) == (1, 9, 2)
-    assert p.eta == 4_000 / 800  # 1,600 characters in 2 s
+    assert p.eta is None  # the first batch pays the model's first runs: no rate from it
     assert p.fraction == 1_600 / 5_600
+    tally.planned_batch(2_000, {2: 2_000})
+    tally.started_embedding()
+    clock.now += 2
+    tally.embedding(2_000)
+    p = seen[-1]
+    assert (p.work_done, p.work_total) == (3_600, 5_600)
+    assert p.eta == 2_000 / 1_000  # 2,000 word pieces in the 2 s since the second batch began
 
 
 def test_rates_are_in_sensible_units_and_never_zero():
@@ -99,3 +106,20 @@ def test_the_sentences():
     p = IndexProgress(notes_done=40, notes_total=118, covered=118, graph_notes=118, chunks_done=520,
                       work_done=300_000, work_total=770_000, seconds=10.0, eta=30.2)
     assert IndexProgress.from_dict(p.as_dict()) == p
+
+
+def test_the_eta_counts_the_writing_of_what_was_embedded():
+    clock = Clock()
+    seen: list[IndexProgress] = []
+    tally = RunTally(seen.append, clock)
+    tally.took_on({1: 1_000, 2: 1_000}, covered=0, graph_notes=2)
+    tally.planned_batch(1_000, {1: 0})
+    tally.started_embedding()
+    clock.now += 2
+    tally.embedding(1_000)
+    tally.planned_batch(1_000, {2: 0})
+    tally.started_embedding()
+    tally.written(notes=1, vectors=1, newly_covered=1, work=1_000, seconds=0.5)  # 0.5 ms a piece to write
+    clock.now += 2
+    tally.embedding(1_000)  # the model is done; the last batch is not written yet
+    assert seen[-1].eta == 0.5

@@ -46,6 +46,9 @@ class Chunk:
     end_char: int
     heading_path: tuple[str, ...] = field(default_factory=tuple)
     page: int | None = None  # 1-based page of a paged document; None for a note without pages
+    # Word pieces as the chunker counted them (the sum of its sentences' or paragraphs'): the index
+    # run's measure of work (core/index/progress.py); not part of what the chunk is.
+    tokens: int = field(default=0, compare=False)
 
     @property
     def content_hash(self) -> str:
@@ -197,10 +200,10 @@ class Chunker:
         for path, s_start, s_end in sections:
             for p_start, p_end in _cut_at(starts, s_start, s_end):
                 units = self._units(source, p_start, p_end)
-                for start, end in self._pack(units):
+                for start, end, tokens in self._pack(units):
                     text = source[start:end]
                     page = bisect.bisect_right(starts, start) if starts else None
-                    chunks.append(Chunk(len(chunks), text, start, end, path, page))
+                    chunks.append(Chunk(len(chunks), text, start, end, path, page, tokens))
         return chunks
 
     # -- internals --------------------------------------------------------------------------------
@@ -237,10 +240,11 @@ class Chunker:
                 out.append(_Unit(a, b, self.count(source[a:b])))
         return out
 
-    def _pack(self, units: list[_Unit]) -> list[tuple[int, int]]:
+    def _pack(self, units: list[_Unit]) -> list[tuple[int, int, int]]:
         """Greedy packing of consecutive units; a new chunk repeats the previous chunk's tail units
-        up to `overlap_tokens` so a passage cut at a boundary is still found whole in one chunk."""
-        spans: list[tuple[int, int]] = []
+        up to `overlap_tokens` so a passage cut at a boundary is still found whole in one chunk.
+        (start, end, tokens) of each chunk."""
+        spans: list[tuple[int, int, int]] = []
         i = 0
         while i < len(units):
             j = i
@@ -250,7 +254,8 @@ class Chunker:
                 j += 1
             if j == i:  # a single unit over the budget (cannot happen after _hard_split, but be safe)
                 j = i + 1
-            spans.append((units[i].start, units[j - 1].end))
+                total = units[i].tokens
+            spans.append((units[i].start, units[j - 1].end, total))
             if j >= len(units):
                 break
             # step back over trailing units that fit the overlap and leave room for the next unit (else the

@@ -24,7 +24,7 @@ from typing import Callable
 from core import clock
 from core.index.background_embedding import BackgroundEmbedding, Stopped
 from core.index.chunker import Chunk, Chunker, has_headings
-from core.index.progress import IndexProgress, RunTally
+from core.index.progress import IndexProgress, RunTally, input_work
 from core.index.work_order import WorkOrder
 from core.graph.migrations import vec_tables
 from core.graph.store import Store, content_hash, title_from_text
@@ -37,9 +37,10 @@ TITLE_PREFIX_TOKENS = 48
 # loses little work; progress moves inside a batch as sub-batches are embedded.
 BATCH_INPUTS = 512
 BATCH_NODES = 1024
-# The run's first batch and its last are small: the first is chunked before anything can overlap it,
-# the last is written after the model has nothing left to do (core/index/background_embedding.py).
-EDGE_BATCH_INPUTS = 64
+# The run's first batch and its last are small: the first is chunked before anything can overlap it
+# (in the first pass each of its notes is chunked whole: 64 vault notes took 0.46 s), the last is
+# written after the model has nothing left to do (core/index/background_embedding.py).
+EDGE_BATCH_INPUTS = 16
 # SQLite's page cache during a run (KiB; the default is 2,000): a batch writes ~1.5 KB of vector per
 # chunk into each vec0 table's 1.5 MB chunk blob, and with the default cache the second table's
 # inserts spilled dirty pages mid-transaction. 512 rows into vec_chunks and vec_nodes, 10 batches:
@@ -76,7 +77,7 @@ class _NotePlan:
 class _Batch:
     plans: list[_NotePlan]
     texts: dict[str, int]  # unique embedding inputs to send through the model → their row
-    work: int  # their characters (the unit of progress)
+    work: int  # their work (word pieces, core/index/progress.py input_work): the unit of progress
     ids: frozenset[int]
     reusable: dict[int, dict[str, bytes]]  # vectors already stored, by the hash of their input
 
@@ -284,14 +285,25 @@ class Indexer:
     def embed_text_of_chunk(self, title: str, chunk: Chunk) -> str:
         """Chunks are embedded with the node's title in front, unless the chunk already starts with it
         or the title was made from the chunk's opening (`cairn add` without --title)."""
+        return self._input(title.strip(), self._title_prefix(title), chunk)[0]
+
+    def _title_prefix(self, title: str) -> tuple[str, int]:
+        """The title as put in front of a chunk (cut at TITLE_PREFIX_TOKENS word pieces), with its word
+        pieces; worked out once per note."""
         title = title.strip()
-        if not title or chunk.text.lstrip().startswith(title) or title == title_from_text(chunk.text):
-            return chunk.text  # the title is the chunk's own opening (or was made from it)
-        prefix = title
-        if self.chunker.count(title) > TITLE_PREFIX_TOKENS:
+        tokens = self.chunker.count(title) if title else 0
+        if tokens > TITLE_PREFIX_TOKENS:
             offsets = self.embedder.token_offsets(title)
-            prefix = title[: offsets[TITLE_PREFIX_TOKENS - 1][1]]
-        return f"{prefix}\n{chunk.text}"
+            return title[: offsets[TITLE_PREFIX_TOKENS - 1][1]], TITLE_PREFIX_TOKENS
+        return title, tokens
+
+    @staticmethod
+    def _input(title: str, prefix: tuple[str, int], chunk: Chunk) -> tuple[str, int]:
+        """A chunk's embedding input and the work it is (core/index/progress.py input_work, from its
+        word pieces as counted: [CLS] and [SEP] included; a newline adds none)."""
+        if not title or chunk.text.lstrip().startswith(title) or title == title_from_text(chunk.text):
+            return chunk.text, input_work(chunk.tokens + 2)  # the title is the chunk's own opening
+        return f"{prefix[0]}\n{chunk.text}", input_work(prefix[1] + chunk.tokens + 2)
 
     def node_text(self, title: str, description: str, chunks: list[Chunk]) -> str:
         """The node-level vector's text: title, description and the start of the source (its first
@@ -318,7 +330,8 @@ class Indexer:
         reusable = self._reusable_vectors([i for i in ids if i in found], self.embedder.name)
         plans: list[_NotePlan] = []
         texts: dict[str, int] = {}  # unique embedding input → position in the batch
-        left: dict[int, int] = {}  # characters each note will still embed after this batch
+        work = 0  # their work (word pieces, core/index/progress.py input_work)
+        left: dict[int, int] = {}  # the work each note will still embed after this batch
         for node_id in ids:
             row = found.get(node_id)
             if row is None:  # indexed, deleted or failed meanwhile
@@ -331,8 +344,12 @@ class Indexer:
                 outline = json.loads(row["outline"]) if row["outline"] else None  # a PDF's bookmarks
                 chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]),
                                             outline=outline if isinstance(outline, list) else None)
-                inputs = [self.embed_text_of_chunk(row["title"], c) for c in chunks]
+                title, prefix = row["title"].strip(), self._title_prefix(row["title"])
+                inputs, sizes = zip(*[self._input(title, prefix, c) for c in chunks]) if chunks else ((), ())
                 ntext = self.node_text(row["title"], row["description"], chunks)
+                inputs, sizes = list(inputs), list(sizes)
+                # the node text's work: its first chunk's when it is that input, else counted
+                nsize = sizes[0] if inputs and ntext == inputs[0] else input_work(self.chunker.count(ntext) + 2)
             except Exception as exc:  # a bug or pathological text must not stop the queue
                 self._mark_error(node_id, row, f"chunking failed: {exc}")
                 report.errors += 1
@@ -346,25 +363,26 @@ class Indexer:
             if first_pass and len(chunks) > 1:
                 # Its first chunk now (meaning search reaches the note), the rest in the second pass.
                 order.reached.add(node_id)
-                later = [(t, h) for t, h in zip(inputs[1:], hashes[1:]) if h not in old]
+                later = [size for size, h in zip(sizes[1:], hashes[1:]) if h not in old]
                 if nhash != hashes[0] and nhash not in old:
-                    later.append((ntext, nhash))
+                    later.append(nsize)
                 order.inputs_left[node_id] = len(later)
-                left[node_id] = sum(len(t) for t, _ in later)
+                left[node_id] = sum(later)
                 plan = _NotePlan(row, chunks[:1], inputs[:1], hashes[:1], None, None)
             else:
                 order.done.add(node_id)
                 left[node_id] = 0
                 plan = _NotePlan(row, chunks, inputs, hashes, ntext, nhash)
-            for text, h in zip(plan.inputs, plan.hashes):
-                if h not in old:
-                    texts.setdefault(text, len(texts))
-            if plan.ntext is not None and plan.nhash not in old:
-                texts.setdefault(plan.ntext, len(texts))
+            for text, h, size in zip(plan.inputs, plan.hashes, sizes):
+                if h not in old and text not in texts:
+                    texts[text] = len(texts)
+                    work += size
+            if plan.ntext is not None and plan.nhash not in old and plan.ntext not in texts:
+                texts[plan.ntext] = len(texts)
+                work += nsize
             plans.append(plan)
         if not plans:
             return None
-        work = sum(len(t) for t in texts)
         tally.planned_batch(work, left)
         return _Batch(plans, texts, work, frozenset(p.row["id"] for p in plans), reusable)
 
@@ -376,6 +394,7 @@ class Indexer:
         reusable = batch.reusable
         report.embedded += len(texts)
         stamp = clock.now()
+        began = time.perf_counter()
         whole = covered = 0
         with self.store.db.transaction() as conn:
             # Only nodes that still hold the text that was embedded are written; others stay pending.
@@ -447,7 +466,7 @@ class Indexer:
                     status_rows,
                 )
                 conn.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vec_generation'")
-        tally.written(whole, len(texts), covered)
+        tally.written(whole, len(texts), covered, batch.work, time.perf_counter() - began)
 
     def _reusable_vectors(self, node_ids: list[int], model: str) -> dict[int, dict[str, bytes]]:
         """Existing vectors of these nodes by the hash of their embedding input, to skip re-embedding."""

@@ -2,11 +2,14 @@
 
 Notes differ a hundredfold in size (the Obsidian Tasks vault: 0 to 164 chunks a note), so a rate in
 notes per second swung from 7.3 to 0.6 during one import and the ETA jumped 15 -> 42 -> 51 -> 41 s
-(issue 26). The embedder's time follows the text it reads, so the work is counted in characters of
-embedding input: known exactly once a note is chunked (its chunks with their title prefix, and its
-node text), estimated from the stored lengths before that. The rate is the work done over the time
-spent on it since the first batch began (the model's load is not part of it), which the run's
-noise averages out of; the ETA is the work left at that rate.
+(issue 26). The embedder's time follows the word pieces it reads, so the work is counted in word
+pieces of embedding input (`input_work`: a long input's pieces weigh a little more): known once a
+note is chunked (the chunker counts them: its chunks with their title prefix, and its node text),
+estimated from the stored lengths before that. The rate is
+the work done over the time spent on it since the second batch began, which the run's noise
+averages out of (the first batch is small and pays for the model's first runs: on the Tasks vault it
+went at about half the later rate); the ETA is the work left at that rate, plus the writing of what
+the model has done and is not written yet.
 
 Also here: the sentences the command line and the app both print about a run (rates in units that
 never read "0.0 nodes/s", and how much of the graph meaning search covers).
@@ -24,6 +27,15 @@ from typing import Callable
 # sub-batches say little about the rest (their texts are the shortest of their batch).
 ETA_AFTER_SHARE = 0.02
 ETA_AFTER_SECONDS = 1.0
+# An input of L word pieces costs the model about L + L²/ATTENTION_TOKENS (attention grows with the
+# square of the length): CPU per word piece measured at 11 pieces 111-152 µs, 67: 119, 131: 139,
+# 193: 157-182 (512 texts of each length, 2 cores), so a long chunk costs ~1.3x a short one per piece.
+ATTENTION_TOKENS = 400
+
+
+def input_work(tokens: int) -> int:
+    """The work of one embedding input of `tokens` word pieces ([CLS] and [SEP] included)."""
+    return tokens + tokens * tokens // ATTENTION_TOKENS
 
 
 @dataclass(frozen=True)
@@ -35,8 +47,8 @@ class IndexProgress:
     covered: int  # notes of the graph meaning search reaches now (at least one vector)
     graph_notes: int  # notes in the graph
     chunks_done: int  # vectors this run wrote (chunks, and node vectors of notes without text)
-    work_done: int  # characters of embedding input embedded so far
-    work_total: int  # characters of embedding input of the whole run (estimated where not chunked yet)
+    work_done: int  # word pieces of embedding input embedded so far
+    work_total: int  # word pieces of embedding input of the whole run (estimated where not chunked yet)
     seconds: float  # since the run began
     eta: float | None  # seconds left, once there is enough to say
 
@@ -53,18 +65,19 @@ class IndexProgress:
 
 
 class WorkRate:
-    """Rate and ETA of work measured in units (characters); `clock` is injectable for tests."""
+    """Rate and ETA of work measured in units (word pieces); `clock` is injectable for tests."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self.clock = clock
-        self.began: float | None = None  # when the first unit of work started
+        self.began: float | None = None  # when the measured work started
+        self.base = 0  # the work done before it (not measured)
         self.done = 0
         self.total = 0
 
-    def start(self) -> None:
-        """The work begins now (the first batch goes to the model)."""
+    def start(self, done_before: int = 0) -> None:
+        """The measured work begins now, `done_before` units being done already."""
         if self.began is None:
-            self.began = self.clock()
+            self.began, self.base = self.clock(), done_before
 
     def update(self, done: int, total: int) -> None:
         self.done, self.total = done, max(total, done)
@@ -73,12 +86,13 @@ class WorkRate:
         return 0.0 if self.began is None else self.clock() - self.began
 
     def per_second(self) -> float | None:
-        """Units per second so far; None until there is enough to say."""
+        """Units per second since the start; None until there is enough to say."""
         elapsed = self.elapsed()
-        if (self.done <= 0 or elapsed < ETA_AFTER_SECONDS or not self.total
-                or self.done < ETA_AFTER_SHARE * self.total):
+        measured = self.done - self.base
+        if (measured <= 0 or elapsed < ETA_AFTER_SECONDS or not self.total
+                or measured < ETA_AFTER_SHARE * self.total):
             return None
-        return self.done / elapsed
+        return measured / elapsed
 
     def eta(self) -> float | None:
         rate = self.per_second()
@@ -97,9 +111,12 @@ class RunTally:
         self.rate = WorkRate(clock)
         self.notes_total = self.notes_done = self.chunks_done = 0
         self.covered = self.graph_notes = 0
-        self.planned = 0  # characters of the batches planned so far
-        self.embedded = 0  # characters embedded so far
-        self._left: dict[int, int] = {}  # characters each note not yet planned whole will still embed
+        self.planned = 0  # word pieces of the batches planned so far
+        self.embedded = 0  # word pieces embedded so far
+        self.written_work = 0  # of those, written
+        self.write_seconds = 0.0  # the writes' time: the last batch's write comes after the model is done
+        self._batches = 0  # sent to the model
+        self._left: dict[int, int] = {}  # word pieces each note not yet planned whole will still embed
         self._left_sum = 0
 
     def took_on(self, estimates: dict[int, int], covered: int, graph_notes: int) -> None:
@@ -112,7 +129,7 @@ class RunTally:
             self._emit()
 
     def planned_batch(self, work: int, left: dict[int, int]) -> None:
-        """A batch of `work` characters was planned; `left` is what each of its notes will still embed
+        """A batch of `work` word pieces was planned; `left` is what each of its notes will still embed
         after it (0 once whole; a note's later chunks after its first)."""
         with self._lock:
             self.planned += work
@@ -125,17 +142,23 @@ class RunTally:
             self._set_left(node_id, 0)
 
     def embedding(self, done: int) -> None:
-        """`done` more characters went through the model."""
+        """`done` more word pieces went through the model."""
         with self._lock:
             self.embedded += done
             self._emit()
 
     def started_embedding(self) -> None:
+        """A batch goes to the model; the rate is measured from the second on."""
         with self._lock:
-            self.rate.start()
+            self._batches += 1
+            if self._batches == 2:
+                self.rate.start(self.embedded)
 
-    def written(self, notes: int, vectors: int, newly_covered: int) -> None:
+    def written(self, notes: int, vectors: int, newly_covered: int, work: int = 0, seconds: float = 0.0) -> None:
+        """A batch of `work` was written in `seconds`."""
         with self._lock:
+            self.written_work += work
+            self.write_seconds += seconds
             self.notes_done += notes
             self.chunks_done += vectors
             self.covered += newly_covered
@@ -158,7 +181,15 @@ class RunTally:
         return IndexProgress(notes_done=self.notes_done, notes_total=self.notes_total, covered=self.covered,
                              graph_notes=self.graph_notes, chunks_done=self.chunks_done, work_done=self.embedded,
                              work_total=max(total, self.embedded), seconds=round(self.clock() - self.began, 3),
-                             eta=self.rate.eta())
+                             eta=self._eta())
+
+    def _eta(self) -> float | None:
+        """The model's time left, and the writing of what it embedded and is not written yet (at the
+        writes' pace so far): most of it overlaps the model, the last batch's does not."""
+        eta = self.rate.eta()
+        if eta is None or not self.written_work:
+            return eta
+        return eta + (self.embedded - self.written_work) * self.write_seconds / self.written_work
 
     def _emit(self) -> None:
         if self.on_progress is not None:

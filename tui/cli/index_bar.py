@@ -1,7 +1,8 @@
 """The progress bar of an index run (`cairn index`, `cairn import`, `cairn doctor --repair`): the bar
-is the share of the work done and the ETA comes from the work left, both in characters of embedding
+is the share of the work done and the ETA comes from the work left, both in word pieces of embedding
 input (core/index/progress.py), so neither jumps when a long note follows short ones; beside them the
-nodes indexed, the nodes meaning search reaches ("searchable"), and the chunks embedded per second."""
+nodes indexed, the nodes meaning search reaches ("searchable", until it reaches all), and the chunks
+embedded per second."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class IndexBar:
                 return
             self.bar.start()
             self.task = self.bar.add_task("", total=None, notes="", reach="", speed="", eta="")
-        reach = f"searchable {p.covered:,}/{p.graph_notes:,}"
+        reach = f"searchable {p.covered:,}/{p.graph_notes:,}" if p.covered < p.graph_notes else ""
         speed = rate_text(p.chunks_done, p.seconds, "chunk") if p.eta is not None else None
         self.bar.update(self.task, total=max(p.work_total, 1), completed=p.work_done,
                         notes=f"{p.notes_done:,}/{p.notes_total:,} nodes", reach=reach, speed=speed or "",
