@@ -28,7 +28,7 @@ from tui.screens.edge_edit import EdgeEditModal
 from tui.screens.edge_modal import EdgeModal
 from tui.widgets.chat_pane import ChatPane
 from tui.widgets.focus_panel import FocusPanel, tab_label
-from tui_support import settle
+from tui_support import settle, wait_for
 from tui.widgets.node_view import NodeEditor, NodeView
 
 
@@ -234,6 +234,25 @@ async def test_e_puts_the_cursor_at_the_end_of_the_text(db_path, store, nodes, f
         editor = await edit_node(app, pilot, empty)
         assert app.focused is editor.query_one("#edit-title", Input)  # nothing to add to: the title
         await settle(app, pilot)
+
+
+async def test_e_keeps_the_cursor_in_view_when_the_mentions_line_appears(db_path, store, focuses):
+    """Found in the issue-26 walkthrough at 80x24: `e` on a note whose text fills the box scrolled its end
+    into view, then the mentions line appeared below the box, the box lost a row and the cursor's line
+    (the last one, where `e` puts the keyboard) was hidden under it."""
+    from tui.widgets.mention_hint import MentionHint
+
+    store.add_node("Rye flour", "Whole grain, thirsty.")
+    long = store.add_node("Starter", "\n".join(f"Step {i}: feed the starter with rye flour." for i in range(30)))["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = await edit_node(app, pilot, long)
+        hint = editor.query_one(MentionHint)
+        await wait_for(pilot, lambda: hint.settled and hint.titles and hint.display, what="the mentions line")
+        await settle(app, pilot)
+        source = editor.query_one("#edit-source", TextArea)
+        assert source.cursor_location == source.document.end
+        assert source.cursor_screen_offset in source.content_region  # the cursor's line is on screen
 
 
 async def test_edit_saves_every_field_and_marks_pending(db_path, store, nodes, focuses):

@@ -81,6 +81,11 @@ class SourceEditor(TextArea):
         if event.key == "escape":
             event.prevent_default()  # skip TextArea's own handler; the key still bubbles to the bindings
 
+    def on_resize(self, event: events.Resize) -> None:
+        """The box shrinks when the mentions line appears below it: the cursor's line stays in view."""
+        if self.has_focus:
+            self.call_after_refresh(self.scroll_cursor_visible)
+
 
 class EdgeList(OptionList):
     """A node's edges: enter opens the other end; `r` edits the highlighted edge's explanation, `x`
