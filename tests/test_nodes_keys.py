@@ -151,7 +151,7 @@ async def test_the_title_shows_the_sort_and_the_dimension_filter(store, db_path)
 
 async def test_a_narrow_pane_keeps_the_filter_in_its_title(store, db_path):
     """At 120 columns the pane is 36 wide: the count goes, then the sort takes its short name,
-    before the filter would be cut."""
+    before the filter would be cut; the bottom border keeps the list's command keys whole."""
     store.add_node("Cell", "x", dimensions=["microbiology"])
     app = CairnApp(db_path, first_run_prompt=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -162,6 +162,7 @@ async def test_a_narrow_pane_keeps_the_filter_in_its_title(store, db_path):
         await wait_until(pilot, lambda: settled(app, "#microbiology ") and "#microbiology" in title(app))
         assert title(app) == "Nodes · by links #microbiology"
         assert len(title(app)) <= browser.outer_size.width - node_browser.TITLE_FRAME
+        assert subtitle(app) == "s sort · d filter"  # the commands whole; the words about other keys went
 
 
 async def test_the_bottom_border_says_what_typing_does(store, db_path, tmp_path, monkeypatch):

@@ -345,15 +345,19 @@ class NodeBrowser(Vertical):
 
     def _show_keys(self) -> None:
         """The bottom border says what typing does now: search (the box has the keyboard), or which
-        letters are list commands (the list has it; other keys search). Empty when neither has it."""
+        letters are list commands (the list has it; other keys search). Empty when neither has it. In
+        a narrow pane the words about other keys shorten, then go; the commands stay."""
         focused = self.screen.focused
         if isinstance(focused, SearchBox):
-            self.border_subtitle = " · ".join(["typing searches", *self._keys_for(("nodes_to_list", "list"))])
+            candidates = [" · ".join(["typing searches", *self._keys_for(("nodes_to_list", "list"))])]
         elif isinstance(focused, NodeList):
-            self.border_subtitle = " · ".join([*self._keys_for(("nodes_sort", "sort"), ("nodes_dimension", "filter")),
-                                               "other keys search"])
+            commands = self._keys_for(("nodes_sort", "sort"), ("nodes_dimension", "filter"))
+            candidates = [" · ".join([*commands, tail]) for tail in ("other keys search", "others search")]
+            candidates.append(" · ".join(commands))
         else:
-            self.border_subtitle = ""
+            candidates = [""]
+        room = self.outer_size.width - TITLE_FRAME if self.outer_size.width else None
+        self.border_subtitle = next((c for c in candidates if room is None or len(c) <= room), candidates[-1])
 
     def _keys_for(self, *wanted: tuple[str, str]) -> list[str]:
         """"KEY label" for each binding id active where the keyboard is, with the key the keymap gives."""
@@ -609,6 +613,7 @@ class NodeBrowser(Vertical):
 
     def on_resize(self, event: events.Resize) -> None:
         self._render_title()
+        self._show_keys()
 
     def _render_title(self) -> None:
         """"Nodes · 14 · most connected #research · 3 pending": the sort and the dimension filter
