@@ -70,8 +70,10 @@ async def test_the_app_follows_cairn_import_in_another_process_instead_of_indexi
     monkeypatch.setattr(embedder_module, "_shared", counting)
     app = Recording(db_path, first_run_prompt=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.sub_title == "meaning search covers 0 of 0 notes", timeout=60,
-                       what="the app's first look at the empty graph")
+        await wait_for(pilot, lambda: app.is_running and not [w for w in app.workers if w.group == "index"
+                                                             and not w.is_finished], timeout=60,
+                       what="the app's first index pass, over the empty graph")
+        assert app.sub_title == ""  # nothing to say about an empty graph
         proc = subprocess.Popen([*cairn_cmd, "--db", str(db_path), "import", str(folder)], env=cli_env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
