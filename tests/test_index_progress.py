@@ -79,7 +79,6 @@ def test_the_tally_counts_work_planned_and_estimated_and_drops_what_leaves():
     assert (p.work_done, p.work_total) == (1_600, 5_600)
     assert (p.notes_done, p.covered, p.chunks_done) == (1, 9, 2)
     assert p.eta is None  # the first batch pays the model's first runs: no rate from it
-    assert p.fraction == 1_600 / 5_600
     tally.planned_batch(2_000, {2: 2_000})
     tally.started_embedding()
     clock.now += 2

@@ -59,10 +59,6 @@ class IndexProgress:
     def from_dict(cls, data: dict) -> "IndexProgress":
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
-    @property
-    def fraction(self) -> float:
-        return min(1.0, self.work_done / self.work_total) if self.work_total else 0.0
-
 
 class WorkRate:
     """Rate and ETA of work measured in units (word pieces); `clock` is injectable for tests."""
@@ -163,10 +159,6 @@ class RunTally:
             self.chunks_done += vectors
             self.covered += newly_covered
             self._emit()
-
-    def progress(self) -> IndexProgress:
-        with self._lock:
-            return self._progress()
 
     def _set_left(self, node_id: int, work: int) -> None:
         self._left_sum += work - self._left.get(node_id, 0)

@@ -173,15 +173,16 @@ class ProgressFile:
         self._last = 0.0
         self._lock = threading.Lock()
 
-    def write(self, progress: IndexProgress, *, now: bool = False) -> None:
+    def write(self, progress: IndexProgress) -> None:
         if self.path is None:
             return
         with self._lock:
             moment = time.monotonic()
-            if not now and self._last and moment - self._last < PUBLISH_SECONDS:
+            if self._last and moment - self._last < PUBLISH_SECONDS:
                 return
             self._last = moment
-            temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            # one name: only the lock's holder writes, and a killed holder's is written over by the next
+            temporary = self.path.with_name(self.path.name + ".tmp")
             temporary.write_text(json.dumps({"pid": os.getpid(), "progress": progress.as_dict()}), encoding="utf-8")
             os.replace(temporary, self.path)
 
