@@ -19,6 +19,9 @@ Figures:
 - `eta`: over the new pipeline's vault import, each ETA the run gave against the true time left
   (known once it ended), after the first 10 % of the run: the largest relative deviation, and the
   same for the old progress bar (Rich's notes-per-second estimate over the old pipeline's counts).
+- `overhead_cpu_s`: the CPU seconds of everything but the model (reading, chunking, writing) for the
+  1,000 notes, with a stand-in embedder that returns fixed vectors at once; process CPU time, so it
+  holds on a busy machine where the wall-clock figures above do not.
 """
 
 from __future__ import annotations
@@ -139,6 +142,34 @@ def index_vault(module, embedder, db_path: Path, name: str) -> dict:
             "notes": notes, "chunks": report.chunks, "embedded": report.embedded, "_events": events}
 
 
+class FreeEmbedder:
+    """The real tokenizer (the chunker counts with it), no model: fixed unit vectors at once."""
+
+    def __init__(self, real: Embedder):
+        self.real = real
+        self.name, self.dimensions, self.max_tokens = real.name, real.dimensions, real.max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.real.count_tokens(text)
+
+    def token_offsets(self, text: str):
+        return self.real.token_offsets(text)
+
+    def embed(self, texts, progress=None):
+        if progress:
+            progress(1.0)
+        return np.full((len(texts), self.dimensions), 1 / np.sqrt(self.dimensions), np.float32)
+
+
+def overhead_cpu(module, embedder, texts: list[str], db_path: Path) -> float:
+    with Store(db_path) as store:
+        for text in texts:
+            store.add_node(title_from_text(text), text)
+        cpu = time.process_time()
+        module.Indexer(store, FreeEmbedder(embedder)).run()
+        return time.process_time() - cpu
+
+
 def eta_deviation(samples: list[tuple[float, float | None]], end: float, after: float = 0.10) -> dict:
     """Largest |ETA - true time left| / true time left over the samples after `after` of the run: all
     of them, those up to 90 % of the run, and those with 2 s or more left (closer to the end a tenth
@@ -199,6 +230,12 @@ def main() -> int:
             out[name] = {"index_per_s": best["index_per_s"], "embed_raw_per_s": max(x["embed_raw_per_s"] for x in r),
                          "ratio_best": max(ratios), "ratio_median": round(statistics.median(ratios), 3)}
         out["ratio_new_over_old_median"] = round(out["new"]["ratio_median"] / out["old"]["ratio_median"], 3)
+        cpu: dict[str, list[float]] = {"old": [], "new": []}
+        for rep in range(args.repeats):
+            for name in (("old", "new") if rep % 2 == 0 else ("new", "old")):
+                cpu[name].append(overhead_cpu(pipelines[name], embedder, texts, tmp / f"cpu-{name}-{rep}.db"))
+        out["overhead_cpu_s"] = {name: round(statistics.median(v), 3) for name, v in cpu.items()}
+        log(f"CPU of all but the model, 1,000 notes: {out['overhead_cpu_s']}")
 
         if not args.skip_vault and VAULT.is_dir():
             vault: dict[str, list[dict]] = {"old": [], "new": []}

@@ -63,6 +63,19 @@ def coverage(db) -> tuple[int, int]:
     return notes - unreached, notes
 
 
+class _Once:
+    """A value worked out on first use, then kept (a title's prefix: counting it is a tokenizer call)."""
+
+    def __init__(self, make: Callable[[], tuple[str, int]]):
+        self._make = make
+        self._value: tuple[str, int] | None = None
+
+    def __call__(self) -> tuple[str, int]:
+        if self._value is None:
+            self._value = self._make()
+        return self._value
+
+
 @dataclass
 class _NotePlan:
     row: object  # the node's row as read (its text is checked again at the write)
@@ -285,7 +298,7 @@ class Indexer:
     def embed_text_of_chunk(self, title: str, chunk: Chunk) -> str:
         """Chunks are embedded with the node's title in front, unless the chunk already starts with it
         or the title was made from the chunk's opening (`cairn add` without --title)."""
-        return self._input(title.strip(), self._title_prefix(title), chunk)[0]
+        return self._input(title.strip(), lambda: self._title_prefix(title), chunk)[0]
 
     def _title_prefix(self, title: str) -> tuple[str, int]:
         """The title as put in front of a chunk (cut at TITLE_PREFIX_TOKENS word pieces), with its word
@@ -298,12 +311,14 @@ class Indexer:
         return title, tokens
 
     @staticmethod
-    def _input(title: str, prefix: tuple[str, int], chunk: Chunk) -> tuple[str, int]:
+    def _input(title: str, prefix: Callable[[], tuple[str, int]], chunk: Chunk) -> tuple[str, int]:
         """A chunk's embedding input and the work it is (core/index/progress.py input_work, from its
-        word pieces as counted: [CLS] and [SEP] included; a newline adds none)."""
+        word pieces as counted: [CLS] and [SEP] included; a newline adds none). `prefix()` is asked
+        only when the title goes in front (counting a title is a tokenizer call)."""
         if not title or chunk.text.lstrip().startswith(title) or title == title_from_text(chunk.text):
             return chunk.text, input_work(chunk.tokens + 2)  # the title is the chunk's own opening
-        return f"{prefix[0]}\n{chunk.text}", input_work(prefix[1] + chunk.tokens + 2)
+        text, tokens = prefix()
+        return f"{text}\n{chunk.text}", input_work(tokens + chunk.tokens + 2)
 
     def node_text(self, title: str, description: str, chunks: list[Chunk]) -> str:
         """The node-level vector's text: title, description and the start of the source (its first
@@ -344,7 +359,8 @@ class Indexer:
                 outline = json.loads(row["outline"]) if row["outline"] else None  # a PDF's bookmarks
                 chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]),
                                             outline=outline if isinstance(outline, list) else None)
-                title, prefix = row["title"].strip(), self._title_prefix(row["title"])
+                title = row["title"].strip()
+                prefix = _Once(lambda: self._title_prefix(title))  # for this note's chunks, if any needs it
                 inputs, sizes = zip(*[self._input(title, prefix, c) for c in chunks]) if chunks else ((), ())
                 ntext = self.node_text(row["title"], row["description"], chunks)
                 inputs, sizes = list(inputs), list(sizes)
