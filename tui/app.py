@@ -95,7 +95,8 @@ class CairnApp(App):
         self._vault_watcher = None  # core.vault.watch.Watcher when the config names a folder (vault.watch)
         self._vault_flow = None  # tui.flows.vault_sync.VaultSyncFlow: what its rounds mean for the user
         self._index_requests = RunRequests()  # index_pending: one run, later calls ask it for another pass
-        self._index_status = IndexStatus(self._show_index_status)  # the header's line about meaning search
+        # the header's line about meaning search, fitted to the terminal's width
+        self._index_status = IndexStatus(self._show_index_status, lambda: self.size.width)
         self._tab_keeper = TabKeeper(self)  # the Focus tabs kept between runs (tui/flows/focus_tabs.py)
 
     async def on_event(self, event: events.Event) -> None:
