@@ -106,6 +106,13 @@ def test_the_pace_is_measured_from_the_last_request_of_each_turn():
     assert cp.pace_of([], "2026-05-01T09:00:00.000Z").gaps == ()
 
 
+def test_a_row_whose_time_cannot_be_read_is_left_out_of_the_pace():
+    """Rows written by hand or by another tool may carry no ISO time: the pace comes from the rest."""
+    rows = [("x", True), ("2026-05-01T09:00:00.000Z", True), ("", False), ("2026-05-01T09:10:00.000Z", True)]
+    assert cp.pace_of(rows, "2026-05-01T09:15:00.000Z").gaps == (600.0, 300.0)
+    assert cp.pace_of([("x", True)], "2026-05-01T09:15:00.000Z").gaps == ()
+
+
 def test_sizes_count_what_is_new_since_the_previous_user_text():
     history = [{"role": "user", "content": [{"type": "text", "text": "q" * 400}]},
                {"role": "assistant", "content": [{"type": "text", "text": "a" * 800}]}]

@@ -166,18 +166,24 @@ def pace_of(requests: list[tuple[str, bool]], now: str) -> Pace:
     turns: list[list[float]] = []  # [first request, last request] per turn
     for stamp, opens in requests:
         t = _seconds(stamp)
+        if t is None:  # a row whose time can't be read (hand-made, another tool's) says nothing of the pace
+            continue
         if opens or not turns:
             turns.append([t, t])
         else:
             turns[-1][1] = max(turns[-1][1], t)
     gaps = [later[0] - earlier[1] for earlier, later in zip(turns, turns[1:])]
     if turns:
-        gaps.append(_seconds(now) - turns[-1][1])
+        gaps.append((_seconds(now) or turns[-1][1]) - turns[-1][1])
     return Pace(tuple(max(0.0, g) for g in gaps))
 
 
-def _seconds(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+def _seconds(stamp: str) -> float | None:
+    """Seconds since the epoch of an ISO stamp; None for a stamp that is not one."""
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 # -- the plan for one request ---------------------------------------------------------------------
