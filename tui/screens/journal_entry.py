@@ -16,6 +16,7 @@ from textual.widgets import Static, TextArea
 
 from core.safe_text import printable
 from tui.messages import NodesChanged
+from tui.typed_keys import typed_keys_handled
 
 HINT = "ctrl+s add to today's note · esc close"
 
@@ -53,7 +54,10 @@ class JournalEntry(ModalScreen[int | None]):
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
 
-    def action_save(self) -> None:
+    async def action_save(self) -> None:
+        if self._saving:
+            return
+        await typed_keys_handled(self)  # the letters typed before ctrl+s (tui/typed_keys.py)
         if self._saving:
             return
         text = self.query_one(TextArea).text

@@ -29,6 +29,7 @@ from textual.widgets import Input, Static, TextArea
 
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
+from tui.typed_keys import typed_keys_handled
 from tui.widgets.mention_hint import MentionHint
 
 HINT = "tab next field · ctrl+s save (a link alone: its page) · esc close"  # one line at 80 columns
@@ -138,7 +139,10 @@ class QuickCapture(ModalScreen[int | None]):
         error.set_class(not text, "-empty")
 
     # -- actions -------------------------------------------------------------------------------
-    def action_save(self) -> None:
+    async def action_save(self) -> None:
+        if self._saving:
+            return
+        await typed_keys_handled(self)  # the letters typed before ctrl+s (tui/typed_keys.py)
         if self._saving:
             return
         values = self.values()
@@ -271,10 +275,10 @@ class QuickCapture(ModalScreen[int | None]):
             self.query_one(MentionHint).draft_changed([values["title"], values["source"]])
 
     @on(Input.Submitted)
-    def _next_field(self, event: Input.Submitted) -> None:
+    async def _next_field(self, event: Input.Submitted) -> None:
         """Enter in a one-line field moves on (enter in the last one saves)."""
         event.stop()
         if event.input.id == "capture-date":
-            self.action_save()
+            await self.action_save()
         else:
             self.focus_next()
