@@ -540,3 +540,21 @@ def test_a_pdfs_bookmarks_are_its_headings_and_a_hash_line_still_is_none(tmp_pat
     assert "# make install" in by_path["1 Installing",] and "Run the tests" in by_path["1 Installing", "1.1 Checking"]
     assert "Start it" in by_path["2 Using",]
     assert not any("make install" in " ".join(path) for path, _ in under)
+
+
+def test_a_folder_report_counts_as_skipped_only_files_it_tried(cairn_cmd, cli_env, tmp_path):
+    """Issue 26 walkthrough: importing a vault holding one file of those types, a LICENSE and a .base file said
+    "1 PDF, text or HTML file in …: 1 created, 0 updated, 0 unchanged, 2 skipped": the two files of
+    no type Cairn reads were counted among that one file's outcomes. They are listed under "Not
+    imported" only."""
+    env = _env(cli_env)
+    folder = tmp_path / "vault"
+    _write(folder / "note.md", b"# A note\nText.")
+    _write(folder / "bees.txt", b"Bee notes\nA hive keeps its temperature near 35 degrees.")
+    _write(folder / "LICENSE", b"MIT")
+    done = subprocess.run([*cairn_cmd, "import", str(folder), "--db", str(tmp_path / "v.db"), "--no-index"], env=env,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"1 PDF, text or HTML file in \S+: 1 created, 0 updated, 0 unchanged, 0 skipped", done.stdout), \
+        done.stdout
+    assert "Not imported (1):" in done.stdout and "LICENSE: a file without an extension" in done.stdout

@@ -133,8 +133,10 @@ def import_folder_files(out: Out, store, folder: Path, *, interactive: bool | No
 def print_folder_report(out: Out, r) -> None:
     pages = f"{plural(r.pages, 'page')}; " if r.pages else ""
     if r.files:  # (none: only what was left out is listed below)
+        # skipped: those of r.files that failed; r.skipped also lists what the scan left out (no type read)
+        failed = r.files - r.created - r.updated - r.unchanged
         out.text(f"{plural(r.files, 'PDF, text or HTML file')} in {r.folder}: ", (f"{r.created:,} created", "green"),
-                 f", {r.updated:,} updated, {r.unchanged:,} unchanged, {len(r.skipped):,} skipped "
+                 f", {r.updated:,} updated, {r.unchanged:,} unchanged, {failed:,} skipped "
                  f"({pages}{r.seconds:.1f} s).")
     for title, items, style in (("Not imported", r.skipped, "yellow"), ("Warnings", r.warnings, "yellow")):
         if not items:
