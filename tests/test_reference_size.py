@@ -260,13 +260,17 @@ def test_the_node_editor(app, snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+async def palette_shows_merge(pilot) -> None:
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: screen_name(pilot.app) == "CommandPalette", "the palette")
+    await pilot.press(*keys("merge"))
+    await wait_until(pilot, lambda: "into this node" in "\n".join(screen_lines(pilot.app)), "the merge command")
+
+
 def test_command_palette(sourdough_app, snap_compare):
     async def run_before(pilot) -> None:
         await open_both_sourdough_tabs(pilot)
-        await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: screen_name(pilot.app) == "CommandPalette", "the palette")
-        await pilot.press(*keys("merge"))
-        await wait_until(pilot, lambda: "into this node" in "\n".join(screen_lines(pilot.app)), "the merge command")
+        await palette_shows_merge(pilot)
         await settle(pilot)
 
     assert snap_compare(sourdough_app, terminal_size=SIZE, run_before=run_before)
@@ -275,10 +279,7 @@ def test_command_palette(sourdough_app, snap_compare):
 def test_merge_review(sourdough_app, snap_compare):
     async def run_before(pilot) -> None:
         await open_both_sourdough_tabs(pilot)
-        await pilot.press("ctrl+p")
-        await wait_until(pilot, lambda: screen_name(pilot.app) == "CommandPalette", "the palette")
-        await pilot.press(*keys("merge"))
-        await wait_until(pilot, lambda: "into this node" in "\n".join(screen_lines(pilot.app)), "the merge command")
+        await palette_shows_merge(pilot)
         await pilot.press("enter")
         await wait_until(pilot, lambda: screen_name(pilot.app) == "MergeReview", "the merge dialog")
         await wait_until(pilot, lambda: "Merged from" in "\n".join(screen_lines(pilot.app)), "the merged text")
