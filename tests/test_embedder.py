@@ -125,6 +125,27 @@ def test_count_tokens_is_untruncated_and_long_text_still_embeds(embedder):
     assert embedder.count_tokens("hello") == 3
 
 
+def test_a_text_counted_then_embedded_is_tokenized_once_with_the_same_vector(embedder, monkeypatch):
+    """An index run counts each paragraph for the chunker, then embeds the same text: the pieces of
+    the count are what the model takes (one tokenization, not two), and the vector is the same."""
+    from core.index.embedder import Embedder
+
+    fresh = Embedder()
+    texts = ["A short note on sourdough starters.", "Second paragraph, counted as well.",
+             " ".join(f"word{i % 37}" for i in range(400))]  # over the window: cut for the model
+    reference = fresh.embed(texts)  # nothing counted: all tokenized for the model
+    tokenized: list[str] = []
+    real = fresh.tokenizer.encode_batch
+    monkeypatch.setattr(fresh.tokenizer, "encode_batch",
+                        lambda batch, **kw: tokenized.extend(batch) or real(batch, **kw), raising=False)
+    for text in texts:
+        fresh.count_tokens(text)
+    np.testing.assert_array_equal(fresh.embed(texts), reference)
+    assert tokenized == [texts[2]]  # only the one the window cuts is tokenized again
+    fresh.embed(texts[:1])  # a count's pieces serve one embed: the text is tokenized anew
+    assert tokenized == [texts[2], texts[0]]
+
+
 def test_the_model_window_is_256_word_pieces_not_128(embedder):
     filler = " ".join(["apple"] * 150)  # one word piece each: 152 with [CLS]/[SEP]
     # Text between piece 150 and 256 changes the vector (the shipped tokenizer.json would cut at 128) ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import threading
+from collections import OrderedDict
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Sequence
@@ -38,6 +39,12 @@ BATCH_SIZE = 32
 TOKEN_BUDGET = 1024
 MAX_ROWS = 64  # short texts: 64 rows of <= 16 tokens still fill a batch
 ARENA = True
+# The word pieces of the texts count_tokens measured last, kept for embed(): an index run counts each
+# paragraph for the chunker and then embeds the same text (a one-paragraph chunk, the title made from
+# it), so it tokenized most texts twice — a third of the run's CPU besides the model
+# (bench/index_pipeline.py overhead_cpu_s). At most this many texts of at most MAX_TOKENS pieces (a
+# longer one is cut for the model, so its count's pieces are not the model's), as int32: <= 2 MB.
+COUNTED_KEPT = 2048
 SHRINK_ARENA = False
 TRIM_AFTER_RUN = True
 TRIM_FROM_TOKENS = 512  # padded tokens (rows x longest row) below which a call does not trim
@@ -98,6 +105,8 @@ class Embedder:
         self.trim = trim
         self._lock = threading.Lock()
         self._load_lock = threading.RLock()
+        self._counted: OrderedDict = OrderedDict()  # text -> its word pieces, an int32 array (COUNTED_KEPT)
+        self._counted_lock = threading.Lock()
 
     def _load_tokenizer(self, truncate: bool):
         from tokenizers import Tokenizer
@@ -115,7 +124,7 @@ class Embedder:
 
     @cached_property
     def tokenizer(self):
-        """What the model is fed: truncated at its window, padded per batch by `_embed_batch`."""
+        """What the model is fed: truncated at its window, padded per model batch by `_embed_encoded`."""
         return self._load_tokenizer(truncate=True)
 
     @cached_property
@@ -184,8 +193,32 @@ class Embedder:
         return options
 
     def count_tokens(self, text: str) -> int:
-        """Word pieces the model sees for this text, [CLS] and [SEP] included (untruncated)."""
-        return len(self._measuring_tokenizer.encode(text, add_special_tokens=True).ids) if text else 2
+        """Word pieces the model sees for this text, [CLS] and [SEP] included (untruncated). A text
+        within the model's window keeps its pieces for a later embed() of the same text."""
+        if not text:
+            return 2
+        ids = self._measuring_tokenizer.encode(text, add_special_tokens=True).ids
+        if len(ids) <= MAX_TOKENS:
+            import numpy as np
+
+            with self._counted_lock:
+                self._counted[text] = np.array(ids, dtype=np.int32)
+                if len(self._counted) > COUNTED_KEPT:
+                    self._counted.popitem(last=False)
+        return len(ids)
+
+    def _word_pieces(self, texts: Sequence[str]) -> list:
+        """Each text's word pieces as the model takes them ([CLS] and [SEP], cut at MAX_TOKENS): those
+        counted lately as they were, the others tokenized now (in one batch)."""
+        with self._counted_lock:
+            pieces = [self._counted.pop(t, None) for t in texts]
+        missing = [i for i, p in enumerate(pieces) if p is None]
+        if missing:
+            with self._lock:
+                encodings = self.tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=True)
+            for i, encoding in zip(missing, encodings):
+                pieces[i] = encoding.ids
+        return pieces
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of every word piece (no special tokens), untruncated."""
@@ -217,14 +250,13 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        with self._lock:
-            encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
+        pieces = self._word_pieces(texts)
         done = 0
-        lengths = [len(e.ids) for e in encodings]
+        lengths = [len(p) for p in pieces]
         total = sum(lengths)
         try:
             for batch in self.batches(lengths):
-                out[batch] = self._embed_encoded([encodings[i] for i in batch])
+                out[batch] = self._embed_encoded([pieces[i] for i in batch])
                 done += sum(lengths[i] for i in batch)
                 if progress:
                     progress(min(1.0, done / total))
@@ -235,20 +267,16 @@ class Embedder:
                 _return_freed_memory()
         return out
 
-    def _embed_batch(self, texts: list[str]):
-        with self._lock:
-            encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        return self._embed_encoded(encodings)
-
-    def _embed_encoded(self, encodings):
+    def _embed_encoded(self, rows: list):
+        """Unit vectors of one model batch, from each text's word pieces."""
         import numpy as np
 
-        width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros((len(encodings), width), dtype=np.int64)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
+        width = max(len(r) for r in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for row, pieces in enumerate(rows):
+            n = len(pieces)
+            ids[row, :n] = pieces
             mask[row, :n] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self.session.run(["last_hidden_state"], feeds, self._run_options)[0]
