@@ -5,14 +5,17 @@ Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, 
 
 Two pipelines, measured in this one run and interleaved (old, new, then new, old, ...), because
 another process on a shared machine only ever slows whichever runs beside it:
-- "old": core/index/indexer.py as it was at OLD_INDEXER (read from git): whole notes in id order,
+- "old": core/index/indexer.py as it was at OLD_INDEXER (read from git), with the embedder tokenizing
+  each text again after its count (UncachedCounts): whole notes in id order,
   embedding and SQLite writes taking turns;
 - "new": today's indexer (coverage first, the next batch embedded while the last one is written).
 
 Figures:
 - `texts`: 1,000 one-chunk notes (bench/store.py's natural sentences, captured as `cairn add TEXT`
   would): `embed_raw_per_s` (the embedder alone on the same texts, just before each pipeline run),
-  `index_per_s`, and their ratio, per repetition; best and median.
+  `index_per_s`, and their ratio, per repetition; best and median. `cpu_ratio`: the CPU seconds of
+  the embedder alone over those of the index run (all threads; the embedder takes every core, so
+  on a busy machine this holds where the wall-clock ratio swings with the neighbours' load).
 - `vault`: the Obsidian Tasks vault imported and indexed: import and index seconds, the time until
   every note has at least one vector (reachable by meaning search; a poller on its own connection
   reads core.index.indexer.coverage every POLL_S), the time until all are done, and their ratio.
@@ -105,16 +108,17 @@ class CoveragePoller:
         return ended if self.all_reached is None else self.all_reached
 
 
-def index_texts(module, embedder, texts: list[str], db_path: Path) -> float:
+def index_texts(module, embedder, texts: list[str], db_path: Path) -> tuple[float, float]:
+    """Notes indexed per second, and the run's CPU seconds (all threads of the process)."""
     with Store(db_path) as store:
         for text in texts:
             store.add_node(title_from_text(text), text)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         module.Indexer(store, embedder).run()
-        seconds = time.perf_counter() - t
+        seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
         counts = store.counts()
         assert counts["pending"] == 0 and counts["errors"] == 0, counts
-    return len(texts) / seconds
+    return len(texts) / seconds, cpu
 
 
 def index_vault(module, embedder, db_path: Path, name: str) -> dict:
@@ -140,6 +144,22 @@ def index_vault(module, embedder, db_path: Path, name: str) -> dict:
     return {"import_s": round(import_s, 2), "index_s": round(index_s, 2), "total_s": round(import_s + index_s, 2),
             "all_reached_s": round(reached, 2), "reached_share": round(reached / index_s, 3),
             "notes": notes, "chunks": report.chunks, "embedded": report.embedded, "_events": events}
+
+
+class UncachedCounts:
+    """The embedder as the old pipeline had it: a count's word pieces are not kept for the embed (the
+    text is tokenized again for the model; core/index/embedder.py COUNTED_KEPT)."""
+
+    def __init__(self, real: Embedder):
+        self.real = real
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def count_tokens(self, text: str) -> int:
+        count = self.real.count_tokens(text)
+        self.real._counted.pop(text, None)
+        return count
 
 
 class FreeEmbedder:
@@ -216,19 +236,21 @@ def main() -> int:
         runs: dict[str, list[dict]] = {"old": [], "new": []}
         for rep in range(args.repeats):
             for name in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.process_time()
                 embedder.embed(texts)
-                raw = TEXTS / (time.perf_counter() - t)
-                index = index_texts(pipelines[name], embedder, texts, tmp / f"texts-{name}-{rep}.db")
+                raw, raw_cpu = TEXTS / (time.perf_counter() - t), time.process_time() - cpu
+                used = embedder if name == "new" else UncachedCounts(embedder)
+                index, index_cpu = index_texts(pipelines[name], used, texts, tmp / f"texts-{name}-{rep}.db")
                 runs[name].append({"embed_raw_per_s": round(raw, 1), "index_per_s": round(index, 1),
-                                   "ratio": round(index / raw, 3)})
+                                   "ratio": round(index / raw, 3), "cpu_ratio": round(raw_cpu / index_cpu, 3)})
                 log(f"texts {name} #{rep + 1}: {runs[name][-1]}")
         out["texts_runs"] = runs
         for name, r in runs.items():
             ratios = [x["ratio"] for x in r]
             best = max(r, key=lambda x: x["index_per_s"])
             out[name] = {"index_per_s": best["index_per_s"], "embed_raw_per_s": max(x["embed_raw_per_s"] for x in r),
-                         "ratio_best": max(ratios), "ratio_median": round(statistics.median(ratios), 3)}
+                         "ratio_best": max(ratios), "ratio_median": round(statistics.median(ratios), 3),
+                         "cpu_ratio_median": round(statistics.median(x["cpu_ratio"] for x in r), 3)}
         out["ratio_new_over_old_median"] = round(out["new"]["ratio_median"] / out["old"]["ratio_median"], 3)
         cpu: dict[str, list[float]] = {"old": [], "new": []}
         for rep in range(args.repeats):
@@ -241,7 +263,8 @@ def main() -> int:
             vault: dict[str, list[dict]] = {"old": [], "new": []}
             for rep in range(args.repeats):
                 for name in (("old", "new") if rep % 2 == 0 else ("new", "old")):
-                    vault[name].append(index_vault(pipelines[name], embedder, tmp / f"vault-{name}-{rep}.db", name))
+                    used = embedder if name == "new" else UncachedCounts(embedder)
+                    vault[name].append(index_vault(pipelines[name], used, tmp / f"vault-{name}-{rep}.db", name))
                     log(f"vault {name} #{rep + 1}: { {k: v for k, v in vault[name][-1].items() if k != '_events'} }")
             for name, r in vault.items():
                 for x in r:
