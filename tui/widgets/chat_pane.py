@@ -324,7 +324,7 @@ class ChatPane(Vertical):
         yield ChatLog(id="chat-log")
         yield Static(id="chat-status")
         yield ChatInput(id="chat-input", soft_wrap=True, tab_behavior="focus", show_line_numbers=False,
-                        placeholder="Ask about your notes… (ctrl+j or alt+enter sends)")
+                        placeholder=self._placeholders()[0])
 
     def on_mount(self) -> None:
         # Not query_one: when the app closes while this pane is still mounting (a quit just after start),
@@ -336,10 +336,38 @@ class ChatPane(Vertical):
         self._update_title()
         self._set_status("")
 
+    def _keys_of(self, ident: str) -> str:
+        """The keys of a binding id as the config's [keymap] gives them, else its default ('ctrl+j or
+        alt+enter'; escape shown as esc): the intro and the input's hint name the keys that work."""
+        keys = (self.services.config.keymap or {}).get(ident)
+        if keys is None:
+            bindings = (*ChatPane.BINDINGS, *ChatLog.BINDINGS, *getattr(self.app, "BINDINGS", ()))
+            keys = next((b.key for b in bindings if isinstance(b, Binding) and b.id == ident), "")
+        return " or ".join({"escape": "esc"}.get(k.strip(), k.strip()) for k in keys.split(",") if k.strip())
+
+    def _placeholders(self) -> list[str]:
+        """The input's hint, longest first; on_resize shows the longest that fits."""
+        send = self._keys_of("send_message")
+        if not send:  # (a keymap entry with no key)
+            return ["Ask about your notes…"]
+        return [f"Ask about your notes… ({send} sends)", f"Ask about your notes… ({send.split(' or ')[0]} sends)",
+                "Ask about your notes…"]
+
+    def on_resize(self) -> None:
+        chat_input = self.query(ChatInput)
+        if not chat_input or not chat_input.first().content_region.width:
+            return
+        room = chat_input.first().content_region.width - 1  # the cursor's cell after the text
+        candidates = self._placeholders()
+        chat_input.first().placeholder = next((c for c in candidates if len(c) <= room), candidates[-1])
+
     def _intro_text(self) -> Text:
         offline = self.services.config.chat.provider == "offline"
-        lines = ["Ask about your notes. ctrl+j or alt+enter sends, enter is a newline, esc stops a reply.",
-                 "ctrl+o earlier chats · f5 new chat · f2 context and settings · c copies the last reply."]
+        key = self._keys_of
+        lines = [f"Ask about your notes. {key('send_message')} sends, enter is a newline, {key('stop_reply')} "
+                 "stops a reply.",
+                 f"{key('chat_list')} earlier chats · {key('new_chat')} new chat · {key('toggle_viewer')} context "
+                 f"and settings · {key('copy_reply')} copies the last reply."]
         if offline:
             lines.append("No LLM provider is configured: answers quote your most relevant notes (offline).")
         return Text("\n".join(lines))
