@@ -117,6 +117,37 @@ async def test_help_fits_its_columns_at_80x24_and_names_panes_as_the_user_knows_
         assert table.virtual_size.width <= table.scrollable_content_region.width  # the Id column is whole
 
 
+async def test_help_for_the_node_list_names_enter(store, db_path):
+    """f1 in the node list lists enter (OptionList's own binding had no id, so help left it out)."""
+    from textual.widgets import DataTable
+
+    from tui.screens.help import HelpScreen
+    from tui.widgets.node_browser import NodeList
+
+    store.add_node("Help me", "A line of text.")
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.query_one(NodeList).focus()
+        await pilot.pause()
+        await pilot.press("f1")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, HelpScreen):
+                break
+        table = app.screen.query_one(DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert ["node list", "enter", "Open in Focus", "nodes_open"] in rows, rows
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("enter")  # still opens the highlighted node
+        from tui.widgets.focus_panel import FocusPanel
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if app.query_one(FocusPanel).active_view is not None:
+                break
+        assert app.query_one(FocusPanel).active_view.node["title"] == "Help me"
+
+
 async def test_help_and_confirm_dialogs_show_their_own_keys_in_the_footer(store, db_path):
     from tui.screens.confirm import ConfirmScreen
 

@@ -94,6 +94,7 @@ def test_undo_takes_back_one_change_and_refuses_over_a_later_edit(store):
         revert.undo(store, model_change.id)
     message = str(refused.value)
     assert "text" in message and f"since change {model_change.id}" in message and "you" in message
+    assert message.endswith(f"Revert the node to a version instead (cairn revert {a} --to N).")  # the CLI's way out
     assert store.get_node(a)["source"] == "mine now"  # nothing was thrown away
 
     store.update_node(a, source="the model's")  # back to what the model wrote: now it can be undone

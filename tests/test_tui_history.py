@@ -61,6 +61,7 @@ async def test_an_undo_over_a_later_edit_is_refused_inline_and_r_reverts(store, 
         await pilot.press("down")  # the client's change
         await pilot.press("u")
         await wait_for(pilot, lambda: "changed again since" in status(screen), what="the refusal")
+        assert "choose it and press r." in status(screen) and "cairn revert" not in status(screen)  # the app's key
         assert store.get_node(nid)["source"] == "Seven, then." and len(screen.changes) == 3
         await pilot.press("down", "r")  # back to the creation
         await wait_for(pilot, lambda: "Reverted to change" in status(screen), what="the revert")

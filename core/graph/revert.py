@@ -15,6 +15,16 @@ from core.graph import history
 from core.graph.history import Change
 
 
+class ChangedSince(InvalidInput):
+    """An undo refused because what it set changed again later. `reason` says so without the way out,
+    which each surface names its own way (the command line's message: `cairn revert ID --to N`; the
+    app's History: its revert key)."""
+
+    def __init__(self, reason: str, node_id: int):
+        super().__init__(f"{reason} Revert the node to a version instead (cairn revert {node_id} --to N).")
+        self.reason = reason
+
+
 def undo(store, change_id: int) -> list[Change]:
     """Take back one change, and the other changes of its operation; the changes undone, newest first."""
     c = history.change(store.db, change_id)
@@ -175,5 +185,5 @@ def _unchanged_since(store, c: Change, current: dict, what: str) -> None:
                   and (c.kind == "node" or x.edge_id == c.edge_id)), None)
     by = f" by change {later.id} ({later.actor})" if later else ""
     names = ", ".join(history.field_name(c.kind, k) for k in moved)
-    raise InvalidInput(f"The {names} of {what} changed again since change {c.id}{by}; undoing it would throw that "
-                       f"away. Revert the node to a version instead (cairn revert {c.node_id} --to N).")
+    raise ChangedSince(f"The {names} of {what} changed again since change {c.id}{by}; undoing it would throw that "
+                       "away.", c.node_id)

@@ -169,10 +169,21 @@ class NodeHistory(ModalScreen[None]):
                     undone = revert.revert_to(store, self.node_id, change_id)
                     text = (f"Reverted to change #{change_id}: undid {len(undone)} change{'s' if len(undone) != 1 else ''}."
                             if undone else f"The node is already as it was after change #{change_id}.")
+        except revert.ChangedSince as exc:
+            self.post_message(self.Done(f"{exc.reason} Revert to a version instead: choose it and press "
+                                        f"{self._key_of('revert')}.", True))
+            return
         except CairnError as exc:
             self.post_message(self.Done(str(exc), True))
             return
         self.post_message(self.Done(text, False))
+
+    def _key_of(self, action: str) -> str:
+        """The key that runs `action` here, as [keymap] has it, shown as the footer shows keys."""
+        for binding in (b.binding for b in self.active_bindings.values()):
+            if binding.action == action:
+                return self.app.get_key_display(binding)
+        return action
 
     def on_node_history_done(self, event: Done) -> None:
         self._busy = False

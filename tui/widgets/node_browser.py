@@ -219,6 +219,8 @@ class NodeList(OptionList):
     BINDINGS = [
         Binding("s", "cycle_sort", "Sort", id="nodes_sort"),
         Binding("d", "cycle_dimension", "Dimension", id="nodes_dimension"),
+        # OptionList's own enter, named: f1 help lists it (a binding without an id is not listed there)
+        Binding("enter", "select", "Open in Focus", id="nodes_open", show=False),
     ]
 
     def types_into_search(self, event: events.Key) -> bool:
