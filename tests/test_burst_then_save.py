@@ -63,3 +63,33 @@ async def test_journal_entry_adds_every_key_typed_before_ctrl_s(store, db_path):
     with Store(db_path) as check:
         node = check.recent(1)[0]
     assert node["source"].rstrip().endswith("Fed the starter at seven, baked two loaves."), node["source"]
+
+
+async def test_a_merge_takes_every_key_typed_before_ctrl_s(store, db_path):
+    from textual.widgets import TextArea
+
+    from tui.screens.merge_review import MergeReview
+    from tui.widgets.focus_panel import FocusPanel
+
+    keep = store.add_node("Sleep", "Dark rooms help.")["id"]
+    other = store.add_node("Sleeping well", "Cool rooms help too.")["id"]
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.right_panes()
+        panel = app.query_one(FocusPanel)
+        panel.open_node(other)
+        panel.open_node(keep)
+        await wait_until(pilot, lambda: all(panel.view(n) is not None and panel.view(n).node is not None
+                                            for n in (keep, other)) and panel.primary == keep)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["Focus: merge “Sleeping well” into this node"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, MergeReview) and app.screen.plan is not None)
+        area = app.screen.query_one(TextArea)
+        area.load_text("Reviewed")
+        area.focus()
+        area.move_cursor(area.document.end)
+        await pilot.pause()
+        burst(app, typed(" and done.") + [("ctrl+s", None)])
+        await wait_until(pilot, lambda: not isinstance(app.screen, MergeReview))
+    with Store(db_path) as check:
+        assert check.get_node(keep)["source"] == "Reviewed and done."

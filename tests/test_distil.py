@@ -761,3 +761,34 @@ async def test_escape_while_distilling_leaves_and_writes_nothing(store, conversa
         await app.workers.wait_for_complete()
         await wait_for(pilot, lambda: len(anth.requests) == 4, what="the distil request to end")
     assert snapshot_nodes(store) == before
+
+
+async def test_review_screen_keeps_every_key_typed_before_ctrl_s(store, conversation, anth, embedder,
+                                                                 monkeypatch, db_path):
+    """ctrl+s keeps the edit as the app reads it: letters typed in the same burst (a fast typist, a
+    laggy SSH link) were still in the editor's queue and the kept text lacked them (issue 26 walkthrough)."""
+    import core.index.embedder
+    from textual import events
+    from textual.widgets import TextArea
+
+    monkeypatch.setattr(core.index.embedder, "_shared", embedder)
+    c = conversation
+    anth.script.add(text(scripted_reply(c)))
+    app = review_app(db_path, anth)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = await open_review(pilot, app, c["chat"].id, anth)
+        await wait_for(pilot, lambda: screen.state == "review", what="the proposals")
+        await pilot.press("down")  # to the update
+        await pilot.press("e")
+        await wait_for(pilot, lambda: screen.state == "editing", what="the editor")
+        editor = screen.query_one("#distil-editor", TextArea)
+        editor.move_cursor(editor.document.end)
+        await pilot.pause()
+        for char in " Turn weekly":  # one read of the terminal: the letters and ctrl+s together
+            app.post_message(events.Key("space" if char == " " else char, char))
+        app.post_message(events.Key("ctrl+s", None))
+        await wait_for(pilot, lambda: screen.state == "review", what="the edit to be kept")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not isinstance(app.screen, type(screen)), what="the screen to close")
+    assert store.get_node(c["compost"])["source"] == "Mix three parts browns to one part greens. Turn weekly"

@@ -19,6 +19,7 @@ from textual.widgets import Footer, Static, TextArea
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.messages import NodesChanged
+from tui.typed_keys import typed_keys_handled
 
 
 class MergeReview(ModalScreen[int | None]):
@@ -90,10 +91,11 @@ class MergeReview(ModalScreen[int | None]):
         text.disabled = False
         text.focus()
 
-    def action_merge(self) -> None:
+    async def action_merge(self) -> None:
         if self._busy or self.plan is None:
             return
         self._busy = True
+        await typed_keys_handled(self)  # the letters typed before ctrl+s (tui/typed_keys.py)
         self.write(self.query_one("#merge-text", TextArea).text)
 
     @work(thread=True, exclusive=True, group="merge-write", exit_on_error=False)

@@ -42,6 +42,7 @@ from textual.widgets.option_list import Option
 from core.errors import CairnError
 from core.safe_text import printable
 from tui.services import Services
+from tui.typed_keys import typed_keys_handled
 
 MARKS = {"accepted": ("✓ ", "bold green"), "rejected": ("✗ ", "red"), None: ("· ", "dim")}
 
@@ -430,9 +431,11 @@ class ReviewScreen(ModalScreen):
         if self.state == "review":
             self.apply_accepted()
 
-    def action_keep_edit(self) -> None:
+    async def action_keep_edit(self) -> None:
         if self.state == "editing":
-            self._keep_edit()
+            await typed_keys_handled(self)  # the letters typed before ctrl+s (tui/typed_keys.py)
+            if self.state == "editing":
+                self._keep_edit()
 
     def action_drop_edit(self) -> None:
         if self.state == "editing":
