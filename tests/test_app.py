@@ -91,10 +91,25 @@ async def test_a_large_terminal_shows_all_three_panes_filling_the_width(store, d
         assert not app.screen.has_class("narrow")
 
 
-async def test_help_fits_its_columns_at_80x24_and_names_panes_as_the_user_knows_them(store, db_path):
+async def help_rows(pilot, app) -> list[list[str]]:
+    """f1, then the help table's rows as text."""
     from textual.widgets import DataTable
 
     from tui.screens.help import HelpScreen
+
+    await pilot.press("f1")
+    for _ in range(200):
+        await pilot.pause(0.05)
+        if isinstance(app.screen, HelpScreen):
+            break
+    await pilot.pause()
+    table = app.screen.query_one(DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_help_fits_its_columns_at_80x24_and_names_panes_as_the_user_knows_them(store, db_path):
+    from textual.widgets import DataTable
+
     from tui.widgets.focus_panel import FocusPanel
 
     node = store.add_node("Help me", "A line of text.")["id"]
@@ -105,23 +120,14 @@ async def test_help_fits_its_columns_at_80x24_and_names_panes_as_the_user_knows_
             await pilot.pause(0.05)
             if app.query_one(FocusPanel).active_view is not None and app.focused is app.query_one(FocusPanel).strip:
                 break
-        await pilot.press("f1")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, HelpScreen):
-                break
+        rows = await help_rows(pilot, app)
         table = app.screen.query_one(DataTable)
-        await pilot.pause()
-        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert {r[0] for r in rows} == {"Focus", "everywhere"}  # not FocusPanel#focus
         assert table.virtual_size.width <= table.scrollable_content_region.width  # the Id column is whole
 
 
 async def test_help_for_the_node_list_names_enter(store, db_path):
     """f1 in the node list lists enter (OptionList's own binding had no id, so help left it out)."""
-    from textual.widgets import DataTable
-
-    from tui.screens.help import HelpScreen
     from tui.widgets.node_browser import NodeList
 
     store.add_node("Help me", "A line of text.")
@@ -129,13 +135,7 @@ async def test_help_for_the_node_list_names_enter(store, db_path):
     async with app.run_test(size=(80, 24)) as pilot:
         app.query_one(NodeList).focus()
         await pilot.pause()
-        await pilot.press("f1")
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, HelpScreen):
-                break
-        table = app.screen.query_one(DataTable)
-        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        rows = await help_rows(pilot, app)
         assert ["node list", "enter", "Open in Focus", "nodes_open"] in rows, rows
         await pilot.press("escape")
         await pilot.pause()
