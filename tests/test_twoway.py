@@ -554,3 +554,48 @@ def test_a_yes_to_new_notes_given_after_a_watchers_pass_writes_their_files(store
     with Store(db_path) as app:  # the app's first-sync question answered yes: a meta key, no history row
         app.set_meta(f"vault_new_notes:{vault.resolve()}", "2026-12-04T00:00:00.000Z")
     assert watcher.write_back().created == ["Seed catalogue.md"]
+
+
+class _Killed(BaseException):
+    """A kill -9 at a chosen point of a round (nothing after it runs)."""
+
+
+def test_two_kills_in_a_row_leave_no_conflict_of_cairn_with_itself(store, vault, monkeypatch):
+    """A round killed after writing a note's file (its text recorded as pending, the agreement not yet),
+    then a round killed after recording the next text as pending but before writing it: the file holds
+    the first pending text, which the second overwrote in the database. The next round took the file
+    for someone else's edit and kept Cairn's own text as a conflict (found by
+    test_a_kill_during_a_round_loses_nothing_and_tears_no_file on a loaded CI machine)."""
+    import core.vault.twoway as twoway
+
+    TwoWaySync(store, vault).round()
+    node = _node(store, "Tomatoes")
+
+    def edit(line: str) -> None:
+        now = store.get_node(node["id"])
+        store.update_node(node["id"], source=now["source"] + line)
+
+    edit("Edit one.\n")  # killed after its file is written, before the round agrees
+    monkeypatch.setattr(TwoWaySync, "_agree", lambda self, report: (_ for _ in ()).throw(_Killed()))
+    with pytest.raises(_Killed):
+        TwoWaySync(store, vault).round()
+    monkeypatch.undo()
+    assert "Edit one." in (vault / "Tomatoes.md").read_text(encoding="utf-8")
+
+    edit("Edit two.\n")  # killed after its text is recorded as pending, before the file is written
+    real_write = twoway.write_atomic
+
+    def killed_write(path, text):
+        raise _Killed()
+
+    monkeypatch.setattr(twoway, "write_atomic", killed_write)
+    with pytest.raises(_Killed):
+        TwoWaySync(store, vault).round()
+    monkeypatch.setattr(twoway, "write_atomic", real_write)
+
+    edit("Edit three.\n")
+    report = TwoWaySync(store, vault).round()
+    assert report.conflicts == [] and open_conflicts(store) == []
+    text = (vault / "Tomatoes.md").read_text(encoding="utf-8")
+    assert all(f"Edit {n}.\n" in text for n in ("one", "two", "three")), text
+    assert not list(vault.glob("*conflict*"))

@@ -296,12 +296,21 @@ class TwoWaySync:
             rows = self.store.db.execute(columns + " AND node_id IN (SELECT value FROM json_each(?))",
                                          (self.root_key, json.dumps(sorted(only)))).fetchall()
         states = {r["node_id"]: _Agreement(r, self.store) for r in rows}
+        finished = []
         for state in states.values():
             if state["pending"] is None:
                 continue
             path = self.root / state["rel"]
             if path.is_file() and path.read_bytes().decode("utf-8", "surrogateescape") == state["pending"]:
+                finished.append((state["node_id"], state["pending"]))
                 state["base"], state["node_fp"], state["node_updated"] = state["pending"], state["pending_fp"], None
+                state["pending"] = state["pending_fp"] = None
+        if finished:
+            # Agreed now, in the database too: this round may record its own next text as pending before
+            # a second kill, and the file (still this text) would then match nothing Cairn remembers
+            with self.store.db.transaction() as conn:
+                conn.executemany("UPDATE vault_notes SET base = pending, node_fp = pending_fp, node_updated = NULL,"
+                                 " pending = NULL, pending_fp = NULL WHERE node_id = ? AND pending = ?", finished)
         return states
 
     def _merge_moved(self, report: RoundReport) -> None:
