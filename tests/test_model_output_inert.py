@@ -241,6 +241,9 @@ def test_the_app_in_a_terminal_writes_no_sequence_of_a_hostile_reply(tmp_path, c
         t.tmux("pipe-pane", "-t", t.session, "-o", f"cat >> {shlex.quote(str(raw))}")
         t.keys("Enter")
         t.wait_text("Nodes ·", "Otter habitats", timeout=60)  # a loaded CI machine: the first start is slow
+        # the chat pane is built after the first frame: a ctrl+l before it is drawn focused an input
+        # with no layout yet, and the terminal cursor stayed on the top row (seen once on a loaded machine)
+        t.wait_text("Ask about your notes…", timeout=60)
         t.keys("C-l")
         t.wait_cursor_row(t.row_of("Ask about your notes…"), "the chat input")
         t.type("Where do otters live?")
