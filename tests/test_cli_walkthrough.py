@@ -405,3 +405,33 @@ def test_backup_into_a_new_folder_named_with_a_trailing_slash(capsys, db, tmp_pa
     assert rc == 0, err
     copy = Path(json.loads(out)["backup"])
     assert copy.parent == tmp_path / "new" and copy.name.startswith("walk-backup-") and copy.is_file()
+
+
+def test_an_edit_over_a_change_made_meanwhile_is_refused_and_kept(capsys, db, monkeypatch, tmp_path):
+    """The note changed (the app, a sync, the model) while it was open in $EDITOR: the edit is not written
+    over it; it is kept in a file the message names (the app's $EDITOR refuses the same way)."""
+    script = tmp_path / "editor.py"
+    script.write_text("import sys\n"
+                      f"sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})\n"
+                      "from core.graph.store import Store\n"
+                      f"with Store({str(db)!r}) as s:\n"
+                      "    s.update_node(1, source='Changed elsewhere meanwhile.')\n"
+                      "open(sys.argv[1], 'w').write('My edit, written in the editor.\\n')\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    rc, out, err = cli(capsys, "edit", "1", "--db", str(db))
+    assert rc == 1 and "Node 1 changed while you were editing" in err, (out, err)
+    kept = Path(re.search(r"the edited text is kept in (\S+\.md)", err).group(1))
+    assert kept.read_text() == "My edit, written in the editor.\n"
+    from core.graph.store import Store
+    with Store(db) as s:
+        assert s.get_node(1)["source"] == "Changed elsewhere meanwhile."
+
+
+def test_a_merge_edit_with_json_needs_yes(capsys, db, monkeypatch, tmp_path):
+    """--json without --yes prints the plan and writes nothing: an edit made first would be thrown away."""
+    rc, out, err = cli(capsys, "add", "Sea otters hold hands.", "--title", "Otters again", "--db", str(db))
+    monkeypatch.setenv("EDITOR", _editor_that_writes(tmp_path, "Never asked for.\n", 0))
+    monkeypatch.delenv("VISUAL", raising=False)
+    rc, out, err = cli(capsys, "merge", "1", "2", "--edit", "--json", "--db", str(db))
+    assert rc == 2 and "--edit with --json needs --yes" in err, (out, err)

@@ -319,7 +319,7 @@ def edited_in_editor(text: str) -> Iterator[str]:
         result = subprocess.run([*shlex.split(command), str(path)])
         data = path.read_bytes()
     except BaseException:
-        _keep_if_edited(path, text)
+        _keep_and_say(path, text)
         raise
     if result.returncode != 0:
         kept = _keep_if_edited(path, text)
@@ -329,11 +329,16 @@ def edited_in_editor(text: str) -> Iterator[str]:
         edited = decode(data, "The edited file")
         yield edited
     except BaseException:
-        kept = _keep_if_edited(path, text)
-        if kept:
-            print(f"cairn: the edited text is kept in {kept}", file=sys.stderr)
+        _keep_and_say(path, text)
         raise
     path.unlink(missing_ok=True)
+
+
+def _keep_and_say(path: Path, text: str) -> None:
+    """On the way out of a failure: a file holding an edit is kept, and where it is said."""
+    kept = _keep_if_edited(path, text)
+    if kept:
+        print(f"cairn: the edited text is kept in {kept}", file=sys.stderr)
 
 
 def _keep_if_edited(path: Path, text: str) -> Path | None:

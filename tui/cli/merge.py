@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from tui.cli.common import Out, Verbs, confirm, edited_in_editor, id_arg, open_store
+from tui.cli.common import Out, UsageError, Verbs, confirm, edited_in_editor, id_arg, open_store
 
 
 def cmd_merge(args, out: Out) -> int:
     from core.graph import merge
 
+    if args.edit and out.as_json and not args.yes:  # the plan alone would be printed, the edit thrown away
+        raise UsageError("--edit with --json needs --yes: without it the plan is printed and nothing is written.")
     with open_store(args) as store:
         plan = merge.plan(store, args.keep, args.other)
         ends = {m.from_id for m in plan.edges} | {m.to_id for m in plan.edges}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.errors import InvalidInput
+from core.errors import CairnError, InvalidInput
 from core.graph import provenance
 from core.graph.store import NO_EXPLANATION
 from tui.cli.capture import add_url
@@ -132,6 +132,10 @@ def cmd_edit(args, out: Out) -> int:
             node = store.update_node(args.id, **changes)
         else:
             with edited_in_editor(node["source"]) as text:
+                now = store.get_node(args.id)  # as the app's $EDITOR does (tui/flows/external_editor.py)
+                if (now["updated_at"], now["source"]) != (node["updated_at"], node["source"]):
+                    raise CairnError(f"Node {args.id} changed while you were editing, so your text was not saved "
+                                     "over it.")
                 node = store.update_node(args.id, source=text)
     if out.as_json:
         out.json(node)
