@@ -111,6 +111,8 @@ def test_a_row_whose_time_cannot_be_read_is_left_out_of_the_pace():
     rows = [("x", True), ("2026-05-01T09:00:00.000Z", True), ("", False), ("2026-05-01T09:10:00.000Z", True)]
     assert cp.pace_of(rows, "2026-05-01T09:15:00.000Z").gaps == (600.0, 300.0)
     assert cp.pace_of([("x", True)], "2026-05-01T09:15:00.000Z").gaps == ()
+    # a stamp without a zone is UTC, as Cairn writes them (not the machine's local time)
+    assert cp.pace_of([("2026-05-01T09:00:00", True)], "2026-05-01T09:15:00.000Z").gaps == (900.0,)
 
 
 def test_sizes_count_what_is_new_since_the_previous_user_text():

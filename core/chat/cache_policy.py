@@ -1,5 +1,6 @@
 """The prompt-cache policy: how long each breakpoint that outlives a turn is kept, chosen per request
-from the chat's pace and the model's prices (issue 27, item 1). Pure: no clock, no database.
+from the chat's pace and the model's prices (issue 27, item 1). Pure: no reading of the clock (only
+clock.parse of the stamps it is given), no database.
 
 What it rests on (Anthropic's prompt-caching documentation; the per-model figures are the model
 table's, core/providers/models.py [A-price] and [A-cache]):
@@ -40,8 +41,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
-
+from core import clock
 from core.providers.models import ModelFacts
 from core.providers.request import CachePlan, ContextRequest, estimate_tokens
 
@@ -180,10 +180,8 @@ def pace_of(requests: list[tuple[str, bool]], now: str) -> Pace:
 
 def _seconds(stamp: str) -> float | None:
     """Seconds since the epoch of an ISO stamp; None for a stamp that is not one."""
-    try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    when = clock.parse(stamp)
+    return None if when is None else when.timestamp()
 
 
 # -- the plan for one request ---------------------------------------------------------------------

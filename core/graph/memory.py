@@ -51,16 +51,6 @@ ACCESS_SATURATION = 20
 RECENCY_HALF_LIFE_DAYS = 30.0
 
 
-def _parse(stamp: str | None) -> datetime | None:
-    if not stamp:
-        return None
-    try:
-        value = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
 def record_access(store, node_ids: Iterable[int], at: str | None = None) -> int:
     """Count one use of each memory node among `node_ids` (others are ignored); returns how many."""
     ids = sorted({int(i) for i in node_ids})
@@ -94,7 +84,7 @@ def boost_factor(access_count: int, last_used: str | None, now: datetime | None 
     """The multiplier for a memory hit's score (see the comment above): between 1.0 and 1.1."""
     now = now or datetime.now(timezone.utc)
     a = min(1.0, math.log1p(max(0, access_count)) / math.log1p(ACCESS_SATURATION))
-    when = _parse(last_used)
+    when = clock.parse(last_used)
     r = 0.0
     if when is not None:
         days = max(0.0, (now - when).total_seconds() / 86400)

@@ -153,10 +153,10 @@ class NodeHistory(ModalScreen[None]):
         if change is not None and not self._busy:
             self._busy = True
             self._note(saying.format(change.id))
-            self.write(how, change.id)
+            self.write(how, change.id, self._key_of("revert"))  # bindings are read here, on the UI thread
 
     @work(thread=True, exclusive=True, group="history-write", exit_on_error=False)
-    def write(self, how: str, change_id: int) -> None:
+    def write(self, how: str, change_id: int, revert_key: str) -> None:
         from core.graph import revert
 
         try:
@@ -171,7 +171,7 @@ class NodeHistory(ModalScreen[None]):
                             if undone else f"The node is already as it was after change #{change_id}.")
         except revert.ChangedSince as exc:
             self.post_message(self.Done(f"{exc.reason} Revert to a version instead: choose it and press "
-                                        f"{self._key_of('revert')}.", True))
+                                        f"{revert_key}.", True))
             return
         except CairnError as exc:
             self.post_message(self.Done(str(exc), True))

@@ -227,7 +227,8 @@ class QuickCapture(ModalScreen[int | None]):
         message.stop()
         self._saving = self._fetching = False
         self.app.notify(f"{printable(message.url)} was captured before as node {message.node_id} "
-                        f"({printable(message.title)}); nothing new was saved. It is open in Focus.", timeout=6)
+                        f"({printable(message.title)}); nothing new was saved. It is open in Focus.", timeout=6,
+                        markup=False)  # a page's title: its [brackets] are text, not markup
         self.app.post_message(OpenNode(message.node_id, message.title))
         self.dismiss(None)
 

@@ -147,7 +147,7 @@ def describe_view(view: nodes_view.View) -> str:
     sort = "best match (recently updated with no search)" if view.sort == "relevance" else SORT_LABELS[view.sort]
     if not view.dimensions:
         return f"{sort}, no dimension filter"
-    return " ".join([sort, *(browse.format_tag(d) for d in view.dimensions)])
+    return " ".join([sort, *(printable(browse.format_tag(d)) for d in view.dimensions)])
 
 
 def row_prompt(row: dict) -> Content:
