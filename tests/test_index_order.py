@@ -187,6 +187,7 @@ def test_the_next_batch_is_embedded_while_the_last_one_is_written(store, embedde
 
 
 def test_a_stop_ends_the_batch_being_embedded_at_its_next_model_batch(store, embedder, monkeypatch):
+    monkeypatch.setattr(indexer_module, "EDGE_BATCH_INPUTS", 200)  # one batch of several model batches
     for i in range(200):
         store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
     stop = threading.Event()
@@ -201,5 +202,5 @@ def test_a_stop_ends_the_batch_being_embedded_at_its_next_model_batch(store, emb
     monkeypatch.setattr(embedder, "_embed_encoded", counted)
     report = Indexer(store, embedder).run(should_stop=stop.is_set)
     assert report.stopped and report.indexed == 0
-    assert len(model_batches) == 1  # the batch's other model batches (200 notes: 4) were not run
+    assert len(model_batches) == 1  # the batch's other model batches (200 notes: 5) were not run
     assert store.counts()["pending"] == 200 and store.counts()["chunks"] == 0

@@ -24,7 +24,8 @@ from core.safe_text import printable
 from tui.flows.focus_tabs import TabKeeper
 from tui.index_status import IndexStatus
 from tui.key_handoff import KeyHandoff
-from tui.messages import EditInEditor, FocusChanged, FollowLink, NodesChanged, OpenNode, ReviewLinks
+from tui.messages import (EditInEditor, FocusChanged, FollowLink, IndexStatusChanged, NodesChanged, OpenNode,
+                           ReviewLinks)
 from tui.run_requests import RunRequests
 from tui.services import Services
 from tui.widgets.focus_panel import FocusPanel
@@ -495,8 +496,11 @@ class CairnApp(App):
         return True
 
     def _show_index_status(self, text: str) -> None:
-        """From the index worker: the header's line about meaning search (tui/index_status.py)."""
-        self.call_from_thread(setattr, self, "sub_title", text)
+        """From the index run's threads: the header's line about meaning search (tui/index_status.py)."""
+        self.post_message(IndexStatusChanged(text))
+
+    def on_index_status_changed(self, message: IndexStatusChanged) -> None:
+        self.sub_title = message.text
 
     @work(thread=True, exclusive=True, group="retention", exit_on_error=False)
     def apply_memory_retention(self) -> None:

@@ -2,7 +2,8 @@
 index run under way, the app's own or another process's (`cairn import` or `cairn index` in another
 terminal), which the app follows instead of starting a run of its own beside it.
 
-Everything here is called from the index worker's thread; the header is set on the UI thread.
+Everything here is called from the index run's threads (its worker, and its embedding thread through
+the run's progress); the header is set on the UI thread, by a message that does not wait for it.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class IndexStatus:
         return followed
 
     def other_now(self, db: Path) -> None:
-        """Once, while the app's run waits for the lock: who holds it and how far it is."""
+        """While the app's run waits for the lock (at most every FOLLOW_SECONDS): who holds it and how far
+        it is."""
         now = time.monotonic()
         if now - self._shown_at < FOLLOW_SECONDS:
             return

@@ -55,3 +55,12 @@ class ReviewLinks(Message):
     node_id: int
     title: str
     mode: str = "integrate"
+
+
+@dataclass
+class IndexStatusChanged(Message):
+    """The header's line about meaning search changed (tui/index_status.py). Posted from the index run's
+    threads: post_message is thread-safe and does not wait for the UI, as call_from_thread would (the
+    embedding thread reports progress, and a wait there would stall the model)."""
+
+    text: str

@@ -16,6 +16,7 @@ run completes the same way.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -61,19 +62,6 @@ def coverage(db) -> tuple[int, int]:
         " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = n.id)"
         " AND NOT EXISTS (SELECT 1 FROM vec_nodes v WHERE v.rowid = n.id)").fetchone()[0]
     return notes - unreached, notes
-
-
-class _Once:
-    """A value worked out on first use, then kept (a title's prefix: counting it is a tokenizer call)."""
-
-    def __init__(self, make: Callable[[], tuple[str, int]]):
-        self._make = make
-        self._value: tuple[str, int] | None = None
-
-    def __call__(self) -> tuple[str, int]:
-        if self._value is None:
-            self._value = self._make()
-        return self._value
 
 
 @dataclass
@@ -360,9 +348,12 @@ class Indexer:
                 chunks = self.chunker.split(row["source"], pages, headings=has_headings(row["capture_kind"]),
                                             outline=outline if isinstance(outline, list) else None)
                 title = row["title"].strip()
-                prefix = _Once(lambda: self._title_prefix(title))  # for this note's chunks, if any needs it
+                # worked out once for this note's chunks, if any needs it (counting a title is a tokenizer call)
+                prefix = functools.cache(lambda: self._title_prefix(title))
                 inputs, sizes = zip(*[self._input(title, prefix, c) for c in chunks]) if chunks else ((), ())
-                ntext = self.node_text(row["title"], row["description"], chunks)
+                # without a description the node's text is its first chunk's input (node_text), already made
+                ntext = (inputs[0] if inputs and not row["description"].strip()
+                         else self.node_text(row["title"], row["description"], chunks))
                 inputs, sizes = list(inputs), list(sizes)
                 # the node text's work: its first chunk's when it is that input, else counted
                 nsize = sizes[0] if inputs and ntext == inputs[0] else input_work(self.chunker.count(ntext) + 2)

@@ -32,7 +32,8 @@ from typing import Callable
 ETA_AFTER_SHARE = 0.02
 ETA_AFTER_SECONDS = 1.0
 # The rate is measured over this share of the time measured so far, the latest part (at least
-# ETA_AFTER_SECONDS): simulated on the events of three Tasks vault imports, the ETA's worst deviation
+# ETA_AFTER_SECONDS): replayed once (a one-off script, not in bench/) on the progress events of three
+# Tasks vault imports by bench/index_pipeline.py, the ETA's worst deviation
 # between 10 % and 90 % of the run was 0.42-0.66 since the start, 0.17-0.26 over the latter half,
 # 0.21-0.26 over the last third, 0.20-0.32 over the last two thirds.
 RATE_WINDOW_SHARE = 0.5
@@ -55,7 +56,7 @@ class IndexProgress:
     notes_total: int  # notes this run has taken on (pending when it began, and since)
     covered: int  # notes of the graph meaning search reaches now (at least one vector)
     graph_notes: int  # notes in the graph
-    chunks_done: int  # vectors this run wrote (chunks, and node vectors of notes without text)
+    chunks_done: int  # embedding inputs this run embedded and wrote (each distinct text once; reused vectors not counted)
     work_done: int  # word pieces of embedding input embedded so far
     work_total: int  # word pieces of embedding input of the whole run (estimated where not chunked yet)
     seconds: float  # since the run began
