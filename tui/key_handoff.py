@@ -35,6 +35,12 @@ POLL = 0.01  # seconds between looks at the focus while holding
 QUIET_POLLS = 3  # looks with nothing queued anywhere before a hold ends without a move
 
 
+def queues_empty(screen, *, with_self: bool) -> bool:
+    """Whether no widget of `screen` (and the screen itself, `with_self`) has a message waiting, keys
+    among them. Textual has no public way to ask; this is the one place that reads its queues."""
+    return all(node._message_queue.empty() for node in screen.walk_children(with_self=with_self))
+
+
 def _is_text_area(widget) -> bool:
     """Whether the widget is a TextArea, without importing it: Textual's TextArea module (and the
     tree-sitter bindings it loads) cost ~10 ms of the app's startup, and no TextArea can hold the
@@ -105,7 +111,7 @@ class KeyHandoff:
         """Nothing queued in the app or any widget of the current screen (the move, if any, is done)."""
         if not self.app._message_queue.empty():
             return False
-        return all(node._message_queue.empty() for node in self.app.screen.walk_children(with_self=True))
+        return queues_empty(self.app.screen, with_self=True)
 
     async def _look(self) -> None:
         if not self._holding:

@@ -14,16 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tui.key_handoff import queues_empty
+
 AT_MOST = 1.0  # seconds
-
-
-def _waiting(screen) -> bool:
-    """Whether a widget of the screen (not the screen itself: a save may run on its turn) has messages
-    queued, keys among them."""
-    return any(not node._message_queue.empty() for node in screen.walk_children(with_self=False))
 
 
 async def typed_keys_handled(screen) -> None:
     deadline = time.monotonic() + AT_MOST
-    while _waiting(screen) and time.monotonic() < deadline:
+    # the screen itself is left out: a save may run on its turn
+    while not queues_empty(screen, with_self=False) and time.monotonic() < deadline:
         await asyncio.sleep(0.005)
