@@ -84,3 +84,14 @@ def readable_by_others(path: str | os.PathLike) -> bool:
     except FileNotFoundError:
         return False
     return bool(mode & (stat.S_IRGRP | stat.S_IROTH))
+
+
+def editor_file(prefix: str, text: str) -> Path:
+    """A new file holding `text` for $EDITOR, in the data folder's tmp/ (0700 when made here: a note's
+    text is nobody else's): the app's and the command line's edits and new notes all start here."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".md", dir=private_folder(data_dir() / "tmp"))
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+    return Path(name)

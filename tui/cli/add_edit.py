@@ -9,14 +9,12 @@ be taken, or a save that fails: nothing saved, exit 1, and the file is kept, its
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
-import tempfile
-from pathlib import Path
 
 from core.capture import editor_note
 from core.errors import CairnError, InvalidInput
+from core.paths import editor_file
 from tui.cli.common import Out, UsageError, decode, editor, open_store
 
 
@@ -34,7 +32,7 @@ def add_in_editor(args, out: Out) -> int:
         raise InvalidInput(f"Cannot read $VISUAL / $EDITOR ({exc}); nothing was saved.") from None
     handed = editor_note.template(args.title or "", dimensions=args.dimension or [],
                                   description=args.description or "", link=args.link, event_date=args.event_date)
-    path = _file(handed)
+    path = editor_file("cairn-new-", handed)
     kept = f" Your text is kept in {path}"
     try:
         status = subprocess.run([*argv, str(path)]).returncode
@@ -67,11 +65,4 @@ def add_in_editor(args, out: Out) -> int:
     return 0
 
 
-def _file(text: str) -> Path:
-    from core.paths import data_dir, private_folder
 
-    folder = private_folder(data_dir() / "tmp")
-    fd, name = tempfile.mkstemp(prefix="cairn-new-", suffix=".md", dir=folder)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(text.encode("utf-8"))
-    return Path(name)

@@ -303,18 +303,13 @@ def edited_in_editor(text: str) -> Iterator[str]:
     a file that holds an edit is kept and its path said."""
     import shlex
     import subprocess
-    import tempfile
 
-    from core.paths import data_dir
+    from core.paths import editor_file
 
     command = editor()
     if not command:
         raise InvalidInput("Nothing to change: pass --title/--text/... or set $EDITOR to edit the text.")
-    folder = data_dir() / "tmp"
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".md", dir=folder, delete=False, encoding="utf-8") as fh:
-        fh.write(text)
-        path = Path(fh.name)
+    path = editor_file("cairn-edit-", text)
     try:
         result = subprocess.run([*shlex.split(command), str(path)])
         data = path.read_bytes()

@@ -65,25 +65,19 @@ def run_editor(app: App, argv: list[str]) -> int:
 
 def _write_file(app: App, node_id: int) -> None:
     """Worker: read the node as it is now and write its source to a fresh temporary .md file."""
-    import tempfile
-
-    from core.paths import data_dir
+    from core.paths import editor_file
 
     try:
         with app.services.store() as store:
             node = store.get_node(node_id)
-        folder = data_dir() / "tmp"
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f"cairn-node-{node_id}-", suffix=".md", dir=folder)
         source = node.get("source") or ""
-        with os.fdopen(fd, "wb") as fh:
-            # A text file ends with a newline: without one, a line a tool appends (`echo >>`, a
-            # script as $EDITOR) was glued to the note's last line. Reading back drops it again.
-            fh.write((source if not source or source.endswith("\n") else source + "\n").encode("utf-8"))
+        # A text file ends with a newline: without one, a line a tool appends (`echo >>`, a script as
+        # $EDITOR) was glued to the note's last line. Reading back drops it again.
+        path = editor_file(f"cairn-node-{node_id}-", source if not source or source.endswith("\n") else source + "\n")
     except Exception as exc:
         app.call_from_thread(_done, app, f"Could not prepare node {node_id} for $EDITOR: {exc}", "error")
         return
-    app.call_from_thread(_hand_over, app, _Edit(node_id, node["title"], Path(name), source, node["updated_at"]))
+    app.call_from_thread(_hand_over, app, _Edit(node_id, node["title"], path, source, node["updated_at"]))
 
 
 def _edited(app: App, path: Path, instead: str, handed: str | None) -> bool:
@@ -205,25 +199,13 @@ def start_new(app: App) -> None:
                    name="prepare the $EDITOR file")
 
 
-def _temp_file(prefix: str, text: str) -> Path:
-    import tempfile
-
-    from core.paths import data_dir
-
-    folder = data_dir() / "tmp"
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".md", dir=folder)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(text.encode("utf-8"))
-    return Path(name)
-
-
 def _write_template(app: App) -> None:
     from core.capture import editor_note
+    from core.paths import editor_file
 
     handed = editor_note.template()
     try:
-        path = _temp_file("cairn-new-", handed)
+        path = editor_file("cairn-new-", handed)
     except OSError as exc:
         app.call_from_thread(_done, app, f"Could not prepare a file for $EDITOR: {exc}", "error")
         return
