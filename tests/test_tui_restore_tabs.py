@@ -179,3 +179,20 @@ async def test_a_page_captured_from_quick_capture_opens_when_it_lands_and_so_doe
                    for n in app._notifications)
 
     await run_once(db_path, then=capture)
+
+
+async def test_a_captured_before_toast_shows_a_pages_title_as_text(db_path, store):
+    """A page's title is a stranger's text: in the 'captured before' toast its [brackets] are text, never
+    Textual markup (printable strips escape sequences, not markup)."""
+    hostile = "[@click=app.quit]Win a prize[/]"
+    node = store.add_node(hostile, "text", link="https://example.org/prize")["id"]
+
+    async def captured_before(app, pilot, panel):
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: isinstance(app.screen, QuickCapture), what="quick capture")
+        app.screen.post_message(QuickCapture.CapturedBefore(node, hostile, "https://example.org/prize"))
+        await wait_for(pilot, lambda: not isinstance(app.screen, QuickCapture), what="the modal closed")
+        shown = [n for n in app._notifications if "captured before" in n.message]
+        assert shown and hostile in shown[-1].message and not shown[-1].markup
+
+    await run_once(db_path, then=captured_before)
