@@ -140,7 +140,7 @@ def test_a_note_reached_by_its_first_chunk_is_found_by_meaning_and_finished_by_t
 
 def test_the_next_batch_is_embedded_while_the_last_one_is_written(store, embedder, monkeypatch):
     monkeypatch.setattr(indexer_module, "BATCH_INPUTS", 8)
-    monkeypatch.setattr(indexer_module, "EDGE_BATCH_INPUTS", 8)
+    monkeypatch.setattr(indexer_module, "FIRST_BATCH_INPUTS", 8)
     for i in range(40):
         store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
     transactions = threading.Condition()
@@ -187,7 +187,7 @@ def test_the_next_batch_is_embedded_while_the_last_one_is_written(store, embedde
 
 
 def test_a_stop_ends_the_batch_being_embedded_at_its_next_model_batch(store, embedder, monkeypatch):
-    monkeypatch.setattr(indexer_module, "EDGE_BATCH_INPUTS", 200)  # one batch of several model batches
+    monkeypatch.setattr(indexer_module, "FIRST_BATCH_INPUTS", 200)  # one batch of several model batches
     for i in range(200):
         store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
     stop = threading.Event()
@@ -204,3 +204,32 @@ def test_a_stop_ends_the_batch_being_embedded_at_its_next_model_batch(store, emb
     assert report.stopped and report.indexed == 0
     assert len(model_batches) == 1  # the batch's other model batches (200 notes: 5) were not run
     assert store.counts()["pending"] == 200 and store.counts()["chunks"] == 0
+
+
+def test_batches_grow_from_a_small_first_one_and_the_run_ends_with_a_small_one(store, embedder):
+    """The first batch is small (nothing overlaps its chunking), each after it up to RAMP times the one
+    before, and the end of the work is a batch of its own, so the last write, which nothing overlaps,
+    is short: also when the first pass finishes every note (one-chunk notes), where the run used to
+    end with a batch of 84."""
+    for i in range(100):
+        store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
+    spy = Spy(embedder)
+    report = Indexer(store, spy).run()
+    assert report.indexed == 100
+    sizes = [len(c) for c in spy.calls]
+    first, ramp = indexer_module.FIRST_BATCH_INPUTS, indexer_module.RAMP
+    assert sizes[0] == first and sum(sizes) == 100
+    assert all(b <= a * ramp for a, b in zip(sizes, sizes[1:]))
+    assert len(sizes) >= 3 and sizes[-1] <= max(first, round(sizes[-2] * indexer_module.LAST_BATCH_SHARE) + 1)
+    assert sizes[-1] < sizes[-2]
+
+
+def test_a_run_of_notes_that_need_a_second_pass_ends_with_a_small_batch_too(store, embedder):
+    ids = [store.add_node(topic, long_note(topic))["id"] for topic in TOPICS]
+    for i in range(60):
+        store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
+    spy = Spy(embedder)
+    assert Indexer(store, spy).run().indexed == 64
+    sizes = [len(c) for c in spy.calls]
+    later = sum(len(inputs_of(Indexer(store, embedder), store, i)) - 1 for i in ids)  # the second pass's
+    assert sizes[-1] < sizes[-2] and sizes[-1] <= later

@@ -38,10 +38,18 @@ TITLE_PREFIX_TOKENS = 48
 # loses little work; progress moves inside a batch as sub-batches are embedded.
 BATCH_INPUTS = 512
 BATCH_NODES = 1024
-# The run's first batch and its last are small: the first is chunked before anything can overlap it
-# (in the first pass each of its notes is chunked whole: 64 vault notes took 0.46 s), the last is
-# written after the model has nothing left to do (core/index/background_embedding.py).
-EDGE_BATCH_INPUTS = 16
+# The run's first batch is small: it is chunked before anything can overlap it (in the first pass
+# each of its notes is chunked whole: 64 vault notes took 0.46 s). Each batch after it may be
+# RAMP times the one before, up to BATCH_INPUTS: a batch is chunked while the one before it is
+# embedded, and chunking costs about a twentieth of embedding (bench/index_pipeline.py), so the
+# model never waits for the plan.
+FIRST_BATCH_INPUTS = 16
+RAMP = 8
+# The run's last batch is written after the model has nothing left to do
+# (core/index/background_embedding.py), so the end of the work goes in a batch of its own, big
+# enough that embedding it covers the writing of the batch before it (writing costs about a
+# fifteenth of embedding): a LAST_BATCH_SHARE of the last inputs, at least FIRST_BATCH_INPUTS.
+LAST_BATCH_SHARE = 1 / 12
 # SQLite's page cache during a run (KiB; the default is 2,000): a batch writes ~1.5 KB of vector per
 # chunk into each vec0 table's 1.5 MB chunk blob, and with the default cache the second table's
 # inserts spilled dirty pages mid-transaction. 512 rows into vec_chunks and vec_nodes, 10 batches:
@@ -238,7 +246,7 @@ class Indexer:
         """The next batch: first chunks of notes without a vector, else whole notes; None when nothing
         can be planned before the batch in flight is written (or nothing is left)."""
         while True:
-            size = min(EDGE_BATCH_INPUTS, BATCH_INPUTS) if not order.started else BATCH_INPUTS
+            size = FIRST_BATCH_INPUTS if not order.batch_inputs else min(BATCH_INPUTS, order.batch_inputs * RAMP)
             first_pass = True
             notes = order.first_pass(min(self.batch_nodes, size))
             if not notes:
@@ -248,16 +256,17 @@ class Indexer:
                 if in_flight or not self._take_on(order, tally):
                     return None
                 continue
-            order.started = True
-            if not order.has_more() and len(notes) > 1:  # the last batch: its end goes in a small one of its own
-                inputs = [1 if first_pass else max(1, order.inputs_left.get(n.id, n.chunks_estimate)) for n in notes]
-                keep, tail = len(notes), 0
-                while sum(inputs) > 2 * EDGE_BATCH_INPUTS and keep > 1 and tail < EDGE_BATCH_INPUTS:
-                    keep -= 1
-                    tail += inputs[keep]
-                if keep < len(notes):
+            inputs = [order.inputs_of(n, first_pass) for n in notes]
+            if len(notes) > 1 and not order.has_more(besides=notes, first_pass=first_pass):
+                # the last batch: its end goes in a batch of its own
+                tail = max(FIRST_BATCH_INPUTS, round(sum(inputs) * LAST_BATCH_SHARE))
+                if sum(inputs) > 2 * tail:
+                    keep = len(notes)
+                    while sum(inputs[keep:]) < tail:
+                        keep -= 1
                     order.give_back(notes[keep:], first_pass)
-                    notes = notes[:keep]
+                    notes, inputs = notes[:keep], inputs[:keep]
+            order.batch_inputs = sum(inputs)
             batch = self._plan_batch(notes, first_pass, order, report, tally)
             if batch is not None:
                 return batch

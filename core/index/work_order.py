@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
+from typing import Sequence
 
 from core.index.progress import input_work
 
@@ -41,6 +42,7 @@ class PendingNote:
     id: int
     chunks_estimate: int  # embedding inputs, estimated from the text's length
     work_estimate: int  # its work (word pieces of embedding input, core/index/progress.py), estimated
+    one_chunk: bool  # estimated to be one chunk: the first pass indexes it whole
     covered: bool  # already has a vector (older text's chunks, or a node vector): reachable now
 
 
@@ -70,7 +72,7 @@ class WorkOrder:
         self.reached: set[int] = set()  # first chunk planned by this run
         self.inputs_left: dict[int, int] = {}  # a reached note's later inputs, known from its chunking
         self.uncovered: set[int] = set()  # notes without any vector when taken on, until one is written
-        self.started = False  # a batch was planned (the first is small: see indexer.EDGE_BATCH_INPUTS)
+        self.batch_inputs = 0  # the inputs of the batch planned last (0: none yet; see indexer.RAMP)
 
     def refill(self) -> list[PendingNote]:
         """Read the pending notes this run has not seen yet, newest first; returns them."""
@@ -89,7 +91,7 @@ class WorkOrder:
         fresh = []
         for node_id, title_len, description_len, source_len, covered in rows:
             inputs, work = estimate(title_len or 0, description_len or 0, source_len or 0)
-            note = PendingNote(node_id, inputs, work, bool(covered))
+            note = PendingNote(node_id, inputs, work, (source_len or 0) <= CHARS_PER_CHUNK_ESTIMATE, bool(covered))
             fresh.append(note)
             self.seen.add(node_id)
             if not note.covered:
@@ -98,12 +100,21 @@ class WorkOrder:
             self._rest.append(note)
         return fresh
 
-    def has_more(self) -> bool:
-        """Whether notes are queued still (the first pass's finished notes are dropped from the rest)."""
+    def has_more(self, besides: Sequence[PendingNote] = (), first_pass: bool = False) -> bool:
+        """Whether notes are queued still besides those being taken for a batch (in the first pass a
+        note estimated to be one chunk is done by it; the first pass's finished notes are dropped)."""
         for queue in (self._first, self._rest):
             while queue and queue[0].id in self.done:
                 queue.popleft()
-        return bool(self._first or self._rest or self._deferred)
+        if self._first or self._deferred:
+            return True
+        taken = {n.id for n in besides if not first_pass or n.one_chunk}
+        return any(n.id not in self.done and n.id not in taken for n in self._rest)
+
+    def inputs_of(self, note: PendingNote, first_pass: bool) -> int:
+        """The embedding inputs a batch takes for this note: its first chunk in the first pass, else
+        what is left of it (known once its first chunk was planned), else the estimate."""
+        return 1 if first_pass else max(1, self.inputs_left.get(note.id, note.chunks_estimate))
 
     def give_back(self, notes: list[PendingNote], first_pass: bool) -> None:
         """Put notes taken for a batch back at the head of their pass, in order (for a later batch)."""
@@ -132,7 +143,7 @@ class WorkOrder:
             if note.id in in_flight:
                 self._deferred.append(note)
                 continue
-            needs = max(1, self.inputs_left.get(note.id, note.chunks_estimate))
+            needs = self.inputs_of(note, first_pass=False)
             if out and inputs + needs > max_inputs:
                 self._rest.appendleft(note)
                 break
