@@ -1,6 +1,6 @@
 """The index pipeline against the embedder's own speed, coverage-first order, and the ETA (issues 26, 27).
 
-Run:  .venv/bin/python bench/index_pipeline.py [--repeats N] [--skip-vault] [--skip-texts]
+Run:  .venv/bin/python bench/index_pipeline.py [--repeats N] [--threads N] [--skip-vault] [--skip-texts]
 Progress goes to stderr; the last line of stdout is one JSON object (DESIGN.md, Layout: bench/).
 
 Two pipelines, measured in this one run and interleaved (old, new, then new, old, ...), because
@@ -23,6 +23,14 @@ Figures:
 - `eta`: over the new pipeline's vault import, each ETA the run gave against the true time left
   (known once it ended), after the first 10 % of the run: the largest relative deviation, and the
   same for the old progress bar (Rich's notes-per-second estimate over the old pipeline's counts).
+- `threads`: the model's threads (the embedder's default: every core up to 4). With `--threads` one
+  fewer than the cores, a core is left to everything beside the model: the ratio the pipeline gives
+  where the model does not take every core (a machine with more cores than the model's threads).
+- `work_beside`: what the pipeline's work beside the model costs the model. The embedder alone on
+  the texts, then again while another thread runs the new pipeline's reading, chunking and writing
+  (FreeEmbedder index runs of other notes, paced): the model's extra seconds per CPU second of that
+  work (`model_s_per_cpu_s`; 0 with a core to spare, about 1 when the model takes every core), and
+  the ceiling it sets on the ratio: raw / (raw + overhead_cpu_s x that cost).
 - `overhead_cpu_s`: the CPU seconds of everything but the model (reading, chunking, writing) for the
   1,000 notes, with a stand-in embedder that returns fixed vectors at once; process CPU time, so it
   holds on a busy machine where the wall-clock figures above do not.
@@ -53,6 +61,7 @@ from core.graph.store import Store, title_from_text  # noqa: E402
 from core.index import indexer as new_indexer  # noqa: E402
 from core.index.embedder import Embedder  # noqa: E402
 from core.index.indexer import coverage  # noqa: E402
+from store import natural_sentences  # noqa: E402  (bench/store.py's texts)
 
 SEED = 20240611
 TEXTS = 1_000
@@ -198,6 +207,47 @@ def overhead_cpu(module, embedder, texts: list[str], db_path: Path) -> float:
         return time.process_time() - cpu
 
 
+def work_beside(embedder, texts: list[str], tmp: Path, repeats: int) -> dict:
+    """The model's extra seconds per CPU second of the pipeline's other work run beside it."""
+    others = natural_sentences(np.random.default_rng(SEED + 11), TEXTS)
+    free = FreeEmbedder(embedder)
+    alone, beside, cpu_beside = [], [], []
+    for rep in range(repeats):
+        paths = []
+        for k in range(4):
+            paths.append(tmp / f"beside-{rep}-{k}.db")
+            with Store(paths[-1]) as store:
+                for text in others:
+                    store.add_node(title_from_text(text), text)
+        t = time.perf_counter()
+        embedder.embed(texts)
+        alone.append(time.perf_counter() - t)
+        stop, used = threading.Event(), []
+
+        def work() -> None:
+            cpu = time.thread_time()
+            for path in paths:
+                if stop.is_set():
+                    break
+                with Store(path) as store:
+                    new_indexer.Indexer(store, free).run()
+                time.sleep(0.2)  # paced, as the pipeline's writes come between the model's batches
+            used.append(time.thread_time() - cpu)
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        t = time.perf_counter()
+        embedder.embed(texts)
+        beside.append(time.perf_counter() - t)
+        stop.set()
+        thread.join()
+        cpu_beside.append(used[0])
+    extra = statistics.median(b - a for a, b in zip(alone, beside))
+    return {"model_alone_s": round(statistics.median(alone), 3), "model_beside_s": round(statistics.median(beside), 3),
+            "work_beside_cpu_s": round(statistics.median(cpu_beside), 3),
+            "model_s_per_cpu_s": round(extra / statistics.median(cpu_beside), 2)}
+
+
 def eta_deviation(samples: list[tuple[float, float | None]], end: float, after: float = 0.10) -> dict:
     """Largest |ETA - true time left| / true time left over the samples after `after` of the run: all
     of them, those up to 90 % of the run, and those with 2 s or more left (closer to the end a tenth
@@ -243,19 +293,19 @@ def rich_notes_eta(events: list[tuple[float, int, int]]) -> list[tuple[float, fl
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=REPEATS)
+    ap.add_argument("--threads", type=int, default=None, help="the model's threads (default: the embedder's)")
     ap.add_argument("--skip-vault", action="store_true")
     ap.add_argument("--skip-texts", action="store_true")
     args = ap.parse_args()
-    from store import natural_sentences  # bench/store.py's texts
 
     pipelines = {"old": old_indexer_module(), "new": new_indexer}
-    embedder = Embedder()
+    embedder = Embedder(threads=args.threads)
     embedder.load()
     texts = natural_sentences(np.random.default_rng(SEED + 1), TEXTS)
     embedder.embed(natural_sentences(np.random.default_rng(SEED + 7), 256))  # settles caches
     tmp = Path(tempfile.mkdtemp(prefix="cairn-bench-index-"))
-    out: dict = {"bench": "index_pipeline", "cores": len(os.sched_getaffinity(0)), "old_indexer": OLD_INDEXER,
-                 "texts": TEXTS}
+    out: dict = {"bench": "index_pipeline", "cores": len(os.sched_getaffinity(0)), "threads": embedder.threads,
+                 "old_indexer": OLD_INDEXER, "texts": TEXTS}
     try:
         runs: dict[str, list[dict]] = {"old": [], "new": []}
         for rep in range(0 if args.skip_texts else args.repeats):
@@ -285,6 +335,12 @@ def main() -> int:
                 cpu[name].append(overhead_cpu(pipelines[name], embedder, texts, tmp / f"cpu-{name}-{rep}.db"))
         out["overhead_cpu_s"] = {name: round(statistics.median(v), 3) for name, v in cpu.items() if v}
         log(f"CPU of all but the model, 1,000 notes: {out['overhead_cpu_s']}")
+        if not args.skip_texts:
+            beside = work_beside(embedder, texts, tmp, args.repeats)
+            raw_s = TEXTS / statistics.median(x["embed_raw_per_s"] for x in runs["new"])
+            beside["ceiling_ratio"] = round(raw_s / (raw_s + out["overhead_cpu_s"]["new"] * max(0.0, beside["model_s_per_cpu_s"])), 3)
+            out["work_beside"] = beside
+            log(f"work beside the model: {beside}")
 
         if not args.skip_vault and VAULT.is_dir():
             vault: dict[str, list[dict]] = {"old": [], "new": []}
