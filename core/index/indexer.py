@@ -33,18 +33,21 @@ from core.graph.store import Store, content_hash, title_from_text
 # Titles longer than this many word pieces are cut in the chunk prefix, so the chunk keeps its room.
 TITLE_PREFIX_TOKENS = 48
 # A batch is filled up to about this many embedding inputs (estimated from text length) and at
-# most BATCH_NODES nodes: big enough that sorting by length keeps padding low (measured: 64 fixed
-# nodes ran at 0.54x of raw embedding speed, 256 inputs ~0.8x, 512 ~0.9x), small enough that a kill
-# loses little work; progress moves inside a batch as sub-batches are embedded.
-BATCH_INPUTS = 512
+# most BATCH_NODES nodes: big enough that sorting by length keeps padding low, small enough that a
+# kill or a quit loses little work (the batch being embedded is dropped: 1,024 of the vault's long
+# chunks are about 15 s of the model on 2 cores); progress moves inside a batch as sub-batches are
+# embedded. Splitting work into calls costs the model: 1,000 short notes embedded as
+# [16, 128, 512, 315, 29] took 1.07x the time of one call, as [16, 512, 472] 1.04x, as
+# [32, 900, 68] 1.03x (median of 9, interleaved; the small calls pad their rows to their longest).
+BATCH_INPUTS = 1024
 BATCH_NODES = 1024
 # The run's first batch is small: it is chunked before anything can overlap it (in the first pass
 # each of its notes is chunked whole: 64 vault notes took 0.46 s). Each batch after it may be
 # RAMP times the one before, up to BATCH_INPUTS: a batch is chunked while the one before it is
-# embedded, and chunking costs about a twentieth of embedding (bench/index_pipeline.py), so the
-# model never waits for the plan.
-FIRST_BATCH_INPUTS = 16
-RAMP = 8
+# embedded, and chunking a short note costs about a twentieth of embedding it
+# (bench/index_pipeline.py), so the model does not wait for the plan.
+FIRST_BATCH_INPUTS = 32
+RAMP = 32
 # The run's last batch is written after the model has nothing left to do
 # (core/index/background_embedding.py), so the end of the work goes in a batch of its own, big
 # enough that embedding it covers the writing of the batch before it (writing costs about a
