@@ -233,3 +233,12 @@ def test_a_run_of_notes_that_need_a_second_pass_ends_with_a_small_batch_too(stor
     sizes = [len(c) for c in spy.calls]
     later = sum(len(inputs_of(Indexer(store, embedder), store, i)) - 1 for i in ids)  # the second pass's
     assert sizes[-1] < sizes[-2] and sizes[-1] <= later
+
+
+def test_no_batch_is_larger_than_batch_inputs_the_first_included(store, embedder, monkeypatch):
+    monkeypatch.setattr(indexer_module, "BATCH_INPUTS", 8)
+    for i in range(40):
+        store.add_node(f"Note {i}", f"Observation {i}: {OTHER[i % 3]}")
+    spy = Spy(embedder)
+    assert Indexer(store, spy).run().indexed == 40
+    assert max(len(c) for c in spy.calls) <= 8 and sum(len(c) for c in spy.calls) == 40

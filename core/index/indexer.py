@@ -249,7 +249,7 @@ class Indexer:
         """The next batch: first chunks of notes without a vector, else whole notes; None when nothing
         can be planned before the batch in flight is written (or nothing is left)."""
         while True:
-            size = FIRST_BATCH_INPUTS if not order.batch_inputs else min(BATCH_INPUTS, order.batch_inputs * RAMP)
+            size = min(BATCH_INPUTS, order.batch_inputs * RAMP if order.batch_inputs else FIRST_BATCH_INPUTS)
             first_pass = True
             notes = order.first_pass(min(self.batch_nodes, size))
             if not notes:
