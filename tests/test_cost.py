@@ -96,3 +96,14 @@ def test_side_requests_keep_to_the_caps(store, searcher, anth):
     with pytest.raises(distil.DistilError, match=r"could not distil chat \d+: Not sent: today's spend"):
         distil.propose(store, chat.id, anthropic_provider(anth), never_send=[], guard=chat.spend_guard)
     assert anth.model_requests() == []
+
+
+def test_a_stored_usage_is_read_by_its_own_field_names_and_sums_every_count():
+    from core.providers.base import Usage
+
+    stored = {"input": 3, "output": "4", "cache_read": None, "cache_write_1h": 2, "a_later_count": 9}
+    assert Usage.from_dict(stored) == Usage(input=3, output=4, cache_write_1h=2)
+    assert Usage.from_dict(None) == Usage()
+    total = Usage(1, 2, 3, 4, 5) + Usage(10, 20, 30, 40, 50)
+    assert total == Usage(11, 22, 33, 44, 55)
+    assert set(Usage(1, 1, 1, 1, 1).as_dict()) == set(Usage.fields())

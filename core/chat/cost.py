@@ -63,8 +63,7 @@ def usd(amount: float) -> str:
 def _usage(u) -> Usage:
     if isinstance(u, Usage):
         return u
-    u = u or {}
-    return Usage(*(int(u.get(k, 0) or 0) for k in ("input", "output", "cache_write", "cache_read", "cache_write_1h")))
+    return Usage.from_dict(u)
 
 
 def of_facts(usage, facts: models.ModelFacts, ttl: str = "5m") -> Cost:
@@ -105,7 +104,7 @@ class Pricer:
 
 
 # -- what was spent, from the stored usage ----------------------------------------------------------------
-_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+_FIELDS = Usage.fields()
 
 
 def spend_since(store, pricer: Pricer, since: str) -> dict[str, Cost]:

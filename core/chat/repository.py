@@ -92,7 +92,7 @@ class ChatRepository:
             total = Usage()
             for u in json.loads(r["usages"] or "[]"):
                 u = json.loads(u) if isinstance(u, str) else u
-                total = total + Usage(**u)
+                total = total + Usage.from_dict(u)
             out.append({"id": r["id"], "title": r["title"], "agent": r["agent"], "provider": r["provider"],
                         "model": r["model"], "replies": r["replies"], "usage": total.as_dict(),
                         "created_at": r["created_at"], "updated_at": r["updated_at"]})

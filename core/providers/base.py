@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from urllib.parse import urlparse
 from dataclasses import dataclass, field
@@ -33,10 +34,19 @@ class Usage:
     cache_read: int = 0
     cache_write_1h: int = 0  # the part of cache_write written for one hour (Anthropic reports the split)
 
+    @classmethod
+    def fields(cls) -> tuple[str, ...]:
+        """The counts' names, as stored (messages.usage, sent_log.usage)."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_dict(cls, stored: dict | None) -> "Usage":
+        """A stored usage (as_dict's keys; a count it lacks is 0)."""
+        stored = stored or {}
+        return cls(*(int(stored.get(name, 0) or 0) for name in cls.fields()))
+
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(self.input + other.input, self.output + other.output,
-                     self.cache_write + other.cache_write, self.cache_read + other.cache_read,
-                     self.cache_write_1h + other.cache_write_1h)
+        return Usage(*(getattr(self, name) + getattr(other, name) for name in self.fields()))
 
     def as_dict(self) -> dict:
         out = {"input": self.input, "output": self.output, "cache_write": self.cache_write,
