@@ -44,7 +44,7 @@ BATCH_NODES = 1024
 # The run's first batch is small: it is chunked before anything can overlap it (in the first pass
 # each of its notes is chunked whole: 64 vault notes took 0.46 s). Each batch after it may be
 # RAMP times the one before, up to BATCH_INPUTS: a batch is chunked while the one before it is
-# embedded, and chunking a short note costs about a twentieth of embedding it
+# embedded, and reading and chunking a short note costs about a fifteenth of embedding it
 # (bench/index_pipeline.py), so the model does not wait for the plan.
 FIRST_BATCH_INPUTS = 32
 RAMP = 32

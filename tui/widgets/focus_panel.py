@@ -42,6 +42,12 @@ NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate
               "follow_link"}
 
 
+# Frames _align_strip waits for a tab to be laid out at its label's width: usually one or two; the
+# full suite under load once left a tab's underline at its unsettled width after four (CI's
+# test_reference_size::test_the_node_editor timed out waiting for it). A retry is one callback a frame.
+ALIGN_FRAMES = 20
+
+
 def tab_label(title: str, others: tuple[str, ...] = ()) -> Content:
     """A tab's label; `others`, the other open tabs' titles, for telling apart titles that share a
     start (tui/tab_labels.py)."""
@@ -261,7 +267,7 @@ class FocusPanel(Vertical):
             self._keyboard_to(node_id)
         self._sync()
 
-    def _align_strip(self, retries: int = 4) -> None:
+    def _align_strip(self, retries: int = ALIGN_FRAMES) -> None:
         """Scroll the tab strip to the active tab and put its underline there now, from the labels'
         current places (a switch does not move them). Textual does both after the next frame: the
         scroll then cost a second frame that, coming right after a layout, repainted the whole
@@ -269,7 +275,7 @@ class FocusPanel(Vertical):
 
         A tab just opened, or relabelled from '#id' to its title, is not laid out at its label's
         width yet, and the strip's scrollable width may not count it yet: then again after each
-        next frame, a few at most (found in tmux: a fifth tab opened active with its label off the
+        next frame, up to ALIGN_FRAMES (found in tmux: a fifth tab opened active with its label off the
         strip and no underline in view)."""
         strip = self.strip
         tab = strip.active_tab
@@ -284,7 +290,7 @@ class FocusPanel(Vertical):
         scroller = strip.query_one("#tabs-scroll")
         before = scroller.scroll_x
         scroller.scroll_to_center(tab, animate=False, force=True, immediate=True)
-        if retries < 4 and scroller.scroll_x != before:
+        if retries < ALIGN_FRAMES and scroller.scroll_x != before:
             scroller.refresh()  # a scroll made in a later frame's callback was not painted without it
         start, end = region.shrink(tab.styles.gutter).column_span
         underline = strip.query_one("Underline")
