@@ -98,9 +98,15 @@ class Link:
         return ("![[" if self.kind == "embed" else "[[") + inner + "]]"
 
 
+def _split_alias(inner: str) -> tuple[str, str]:
+    """`Note#Heading|alias` (the bar escaped as `\\|` inside a table) → (`Note#Heading`, `alias`)."""
+    parts = re.split(r"\\?\|", inner, maxsplit=1)
+    return parts[0], parts[1] if len(parts) > 1 else ""
+
+
 def _wikilink(inner: str, kind: str, prop: str = "") -> Link | None:
     """`Note#Heading|alias` (or `Note#Heading\\|alias` inside a table) → Link; None if it has no target."""
-    target = re.split(r"\\?\|", inner, maxsplit=1)[0]
+    target = _split_alias(inner)[0]
     target, _, heading = target.partition("#")
     target = target.strip().rstrip("\\").strip()
     return Link(target, heading.strip(), kind, prop) if target or heading.strip() else None
@@ -142,8 +148,7 @@ def wikilinks(text: str) -> list[WikiLink]:
         if link is None or not link.target:
             continue
         inner = text[m.start(2):m.end(2)]
-        parts = re.split(r"\\?\|", inner, maxsplit=1)  # as _wikilink splits it
-        alias = parts[1].strip() if len(parts) > 1 else ""
+        alias = _split_alias(inner)[1].strip()
         found.append(WikiLink(m.start(), m.end(), link, alias or inner.strip()))
     return found
 
