@@ -85,9 +85,9 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens and the minimum cacheable prefix of one model."""
+    """A model's cache prices, USD per million tokens, and its minimum cacheable prefix. (What is not
+    cached is billed at the input price whatever the plan, so it does not weigh in the choice.)"""
 
-    input: float
     write_5m: float
     write_1h: float
     read: float
@@ -95,9 +95,9 @@ class Prices:
 
     @classmethod
     def of(cls, facts: ModelFacts) -> "Prices | None":
-        if None in (facts.input, facts.cache_write_5m, facts.cache_write_1h, facts.cache_read):
+        if None in (facts.cache_write_5m, facts.cache_write_1h, facts.cache_read):
             return None
-        return cls(facts.input, facts.cache_write_5m, facts.cache_write_1h, facts.cache_read, facts.min_cacheable)
+        return cls(facts.cache_write_5m, facts.cache_write_1h, facts.cache_read, facts.min_cacheable)
 
     def write(self, ttl: str) -> float:
         return self.write_1h if ttl == "1h" else self.write_5m
