@@ -42,9 +42,10 @@ NEEDS_NODE = {"edit_node", "edit_in_editor", "new_edge", "copy_node", "integrate
               "follow_link"}
 
 
-# Frames _align_strip waits for a tab to be laid out at its label's width: usually one or two; the
-# full suite under load once left a tab's underline at its unsettled width after four (CI's
-# test_reference_size::test_the_node_editor timed out waiting for it). A retry is one callback a frame.
+# Frames _align_strip waits for a tab to be laid out at its label's width: usually one or two. A tab
+# laid out later keeps an underline at its unsettled width (Textual measures it once, after a frame);
+# with four, a full-suite run under load once timed out waiting for the underline
+# (test_reference_size::test_the_node_editor; not reproduced since). A retry is one callback a frame.
 ALIGN_FRAMES = 20
 
 
