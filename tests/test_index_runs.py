@@ -200,3 +200,32 @@ def test_cairn_index_says_what_meaning_search_covers_and_gives_no_empty_rate(db_
                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
     report = json.loads(as_json.stdout)
     assert report["indexed"] == 1 and (report["covered"], report["nodes"]) == (4, 4)
+
+
+def test_ctrl_c_while_the_model_embeds_a_batch_ends_cairn_index_cleanly(db_path, store, ctrl_c_cairn_cmd, cli_env):
+    """A Ctrl-C that lands while `cairn index` waits for the model used to end the process with
+    onnxruntime's abort (exit 134, "terminate called without an active exception"): the interrupted
+    Thread.join let the process exit under the running model. It says it was interrupted, exits 130,
+    and what it committed stays (core/index/background_embedding.py)."""
+    import signal
+
+    from core.index.indexer import coverage
+
+    paragraph = "The harbour pilot boards each ship at the outer buoy and steers it through the channel. "
+    for i in range(40):  # long notes: the second pass is one long batch, embedded after every note is reached
+        store.add_node(f"Pilot log {i}", "\n\n".join(f"Entry {i}.{k}. " + paragraph * 12 for k in range(12)))
+    proc = subprocess.Popen([*ctrl_c_cairn_cmd, "--db", str(db_path), "index"], env=cli_env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    with Store(db_path, readonly=True) as reader:
+        while coverage(reader.db) != (40, 40) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    time.sleep(0.5)  # the first pass written: the run now waits for the model's long second batch
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert "terminate called" not in err and "Aborted" not in err, err
+    assert proc.returncode == 130, err
+    assert "interrupted; committed work is kept" in err
+    with Store(db_path, readonly=True) as reader:
+        assert coverage(reader.db) == (40, 40)  # the first pass, committed before the Ctrl-C, is kept

@@ -8,6 +8,12 @@ embedded at a time: the run starts the next one only after taking this one's vec
 `stop` is asked after each model sub-batch; when it says so the embedding ends there with `Stopped`,
 and what it had embedded is dropped (nothing of the batch was written). Whatever the embedding raised
 is raised again by `result()` in the run's thread, never lost.
+
+The run's thread waits for the embedding on an Event, not with Thread.join: a join that Ctrl-C
+interrupts leaves Python 3.11 taking the thread for stopped (threading's _wait_for_tstate_lock then
+releases the lock the running thread holds), so the join in `abandon()` returned at once and the
+process exited under a running model: onnxruntime aborted it ("terminate called without an active
+exception", exit status 134) instead of `cairn import` saying it was interrupted.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class BackgroundEmbedding:
         self._on_fraction = on_fraction
         self._stop = stop
         self._abandoned = threading.Event()
+        self._ended = threading.Event()
         self._vectors = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, name="cairn-index-embedding", daemon=True)
@@ -44,10 +51,17 @@ class BackgroundEmbedding:
             self._vectors = self._embed(self._progress)
         except BaseException as exc:  # handed to the run's thread by result() or abandon()
             self._error = exc
+        finally:
+            self._ended.set()
+
+    def _wait(self) -> None:
+        """Until the embedding has ended (see the module's docstring for why not Thread.join)."""
+        self._ended.wait()
+        self._thread.join()  # the thread's last steps after the Event: a moment
 
     def result(self):
         """The vectors, once embedded; raises what the embedding raised (Stopped after a stop)."""
-        self._thread.join()
+        self._wait()
         if self._error is not None:
             raise self._error
         return self._vectors
@@ -56,5 +70,5 @@ class BackgroundEmbedding:
         """Stop at the next model sub-batch and wait for the thread; returns what it raised, unless
         that is the stop itself."""
         self._abandoned.set()
-        self._thread.join()
+        self._wait()
         return None if isinstance(self._error, Stopped) else self._error
