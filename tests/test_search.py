@@ -428,3 +428,28 @@ def test_a_listing_shows_the_passage_around_the_querys_words():
     assert around(page, "sourdough").startswith("Tax returns are due")  # no match: the passage's start
     assert around("Short note.", "note") == "Short note."
     assert around(page, "") == page[:200] + "…"
+
+
+@pytest.mark.parametrize("use_mirror", [False, True])
+def test_vector_search_fills_its_limit_with_distinct_notes_when_long_notes_crowd_the_nearest_chunks(
+        tmp_path, embedder, use_mirror):
+    """Long notes whose every chunk is near the query took the nearest `limit * 3` chunks among them:
+    `cairn search --mode vector` returned 4 notes for a limit of 10 on the Obsidian Tasks vault."""
+    store = Store(tmp_path / "crowd.db")
+    try:
+        sailing = ("Trim the mainsail and ease the jib sheet as the wind backs; the sailboat heels and "
+                   "picks up speed on a close reach across the bay. ")
+        for i in range(3):  # three long notes about sailing: a dozen near chunks each
+            store.add_node(f"Sailing log {i}", "\n\n".join(f"Day {k}. " + sailing * 6 for k in range(12)))
+        for i, line in enumerate(["Reefing the sail before a squall keeps the dinghy upright.",
+                                  "A catamaran tacks slowly; bear away before coming about.",
+                                  "Racing yachts hoist a spinnaker when the wind comes from behind.",
+                                  "The harbour master logs every sailboat that leaves the marina."]):
+            store.add_node(f"Sail note {i}", line)
+        Indexer(store, embedder).run()
+        searcher = Searcher(store, embedder, mirror=use_mirror)
+        hits = searcher.search("sailing a boat in the wind", mode="vector", limit=6)
+        assert len(hits) == 6 and len({h["id"] for h in hits}) == 6
+        assert len(searcher.search("sailing a boat in the wind", mode="vector", limit=20)) == 7  # every note
+    finally:
+        store.close()

@@ -61,6 +61,8 @@ GRAPH_WEIGHT = 0.0
 GRAPH_SEEDS = 10
 GRAPH_COMBINE = "sum"  # the one that moved anything; used only when GRAPH_WEIGHT > 0
 MAX_LIMIT = 1000
+# The most chunks a vector search takes to find its distinct nodes: sqlite-vec's k-NN limit.
+MAX_NEAREST_CHUNKS = 4096
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,7 @@ class Searcher:
         if scope is None:
             rows = self.db.execute(
                 "SELECT rowid, node_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?",
-                (blob, min(k, 4096)),  # sqlite-vec's k-NN limit
+                (blob, min(k, MAX_NEAREST_CHUNKS)),  # sqlite-vec's k-NN limit
             ).fetchall()
             scope_sql, params = "", (blob, k)
         else:
@@ -305,14 +307,20 @@ class Searcher:
         if not query.strip():
             return []
         qvec = self.query_vector(query)
-        # Several chunks of one node may be near; take enough chunks to fill `limit` distinct nodes.
-        chunks = self._nearest_chunks(qvec, limit * 3, dimension)
-        by_node: dict[int, Candidate] = {}
-        for chunk_id, node_id, cosine in chunks:
-            if node_id not in by_node:
-                by_node[node_id] = Candidate(node_id, cosine=cosine, chunk_id=chunk_id or None,
-                                             vector_rank=len(by_node) + 1)
-        return list(by_node.values())[:limit]
+        # Several chunks of one node may be near (a long note's chunks often are): more chunks are
+        # taken until they hold `limit` distinct nodes, or every chunk is in (a vault note of 15
+        # chunks: 30 nearest chunks held 4 notes for a limit of 10).
+        k = limit * 3
+        while True:
+            chunks = self._nearest_chunks(qvec, k, dimension)
+            by_node: dict[int, Candidate] = {}
+            for chunk_id, node_id, cosine in chunks:
+                if node_id not in by_node:
+                    by_node[node_id] = Candidate(node_id, cosine=cosine, chunk_id=chunk_id or None,
+                                                 vector_rank=len(by_node) + 1)
+            if len(by_node) >= limit or len(chunks) < k or k >= MAX_NEAREST_CHUNKS:
+                return list(by_node.values())[:limit]
+            k = min(k * 4, MAX_NEAREST_CHUNKS)
 
     # -- fused -------------------------------------------------------------------------------------
     def candidates(self, query: str, mode: str = "hybrid", limit: int = 10, dimension: str | None = None) -> list[Candidate]:
