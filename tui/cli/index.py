@@ -32,13 +32,16 @@ def cmd_index(args, out: Out) -> int:
         out.json({**report.as_dict(), "covered": covered, "nodes": nodes})
     else:
         rate = rate_text(report.embedded, report.seconds, "chunk")
-        out.text(f"Indexed {plural(report.indexed, 'node')} ({plural(report.chunks, 'chunk')}; {report.embedded} embedded, "
-                 f"{report.reused} reused) in {report.seconds:.1f} s{', ' + rate if rate else ''}; "
-                 f"{coverage_text(covered, nodes, 'node')}.")
+        # Texts through the model and vectors kept are not parts of the chunks: a note's own text may be
+        # embedded beside its chunks, and equal chunks are embedded once.
+        kept = f", {plural(report.reused, 'vector')} kept from before" if report.reused else ""
+        out.text(f"Indexed {plural(report.indexed, 'node')} ({plural(report.chunks, 'chunk')}; "
+                 f"{plural(report.embedded, 'text')} embedded{kept}) in {report.seconds:.1f} s"
+                 f"{', ' + rate if rate else ''}; {coverage_text(covered, nodes, 'node')}.")
         if report.skipped:
-            out.text(f"{report.skipped} nodes changed while being indexed; they stay queued for the next run.")
+            out.text(f"{plural(report.skipped, 'node')} changed while being indexed; they stay queued for the next run.")
         if report.errors:
-            out.text(f"{report.errors} nodes failed to index; `cairn doctor` lists them.", style="red")
+            out.text(f"{plural(report.errors, 'node')} failed to index; `cairn doctor` lists them.", style="red")
     return 1 if report.errors else 0
 
 

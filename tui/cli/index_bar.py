@@ -1,12 +1,14 @@
 """The progress bar of an index run (`cairn index`, `cairn import`, `cairn doctor --repair`): the bar
 is the share of the work done and the ETA comes from the work left, both in word pieces of embedding
 input (core/index/progress.py), so neither jumps when a long note follows short ones; beside them the
-nodes indexed, the nodes meaning search reaches ("searchable", until it reaches all), and the chunks
-embedded per second."""
+nodes indexed and the nodes meaning search reaches ("searchable", until it reaches all). No live rate:
+chunks are counted as their batch is written, up to 1,024 at once, so a rate of them sank for the
+ten seconds a batch was embedded and then leapt (the SSH walkthrough: 11 -> 3.5 -> 89 chunks/s); the
+run's rate is in its summary (tui/cli/index.py)."""
 
 from __future__ import annotations
 
-from core.index.progress import IndexProgress, eta_text, rate_text
+from core.index.progress import IndexProgress, eta_text
 from tui.cli.common import Out
 
 
@@ -19,7 +21,6 @@ class IndexBar:
 
         self.bar = Progress(TextColumn(label), BarColumn(bar_width=20), TextColumn("{task.fields[notes]}"),
                             TextColumn("{task.fields[reach]}", style="dim"),
-                            TextColumn("{task.fields[speed]}", style="progress.data.speed"),
                             TextColumn("{task.fields[eta]}"), console=Console(stderr=True), transient=False)
         self.task = None
 
@@ -31,12 +32,10 @@ class IndexBar:
             if not p.notes_total:  # nothing to do: no empty bar
                 return
             self.bar.start()
-            self.task = self.bar.add_task("", total=None, notes="", reach="", speed="", eta="")
+            self.task = self.bar.add_task("", total=None, notes="", reach="", eta="")
         reach = f"searchable {p.covered:,}/{p.graph_notes:,}" if p.covered < p.graph_notes else ""
-        speed = rate_text(p.chunks_done, p.seconds, "chunk") if p.eta is not None else None
         self.bar.update(self.task, total=max(p.work_total, 1), completed=p.work_done,
-                        notes=f"{p.notes_done:,}/{p.notes_total:,} nodes", reach=reach, speed=speed or "",
-                        eta=eta_text(p.eta) or "")
+                        notes=f"{p.notes_done:,}/{p.notes_total:,} nodes", reach=reach, eta=eta_text(p.eta) or "")
 
     def __exit__(self, *exc):
         if self.task is not None:
