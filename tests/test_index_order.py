@@ -242,3 +242,16 @@ def test_no_batch_is_larger_than_batch_inputs_the_first_included(store, embedder
     spy = Spy(embedder)
     assert Indexer(store, spy).run().indexed == 40
     assert max(len(c) for c in spy.calls) <= 8 and sum(len(c) for c in spy.calls) == 40
+
+
+def test_batches_of_long_notes_are_bounded_by_their_work_not_only_by_their_inputs(store, embedder, monkeypatch):
+    """1,024 long chunks are ~15 s of the model: all of it lost to a quit, and the notes counted done only
+    when the batch is written. A batch holds at most about BATCH_WORK of word pieces; a note is never
+    split, so a note over it goes alone: here each note's first chunk, then each note's rest."""
+    monkeypatch.setattr(indexer_module, "BATCH_WORK", 1)
+    for topic in TOPICS:
+        store.add_node(topic, long_note(topic))
+    spy = Spy(embedder)
+    assert Indexer(store, spy).run().indexed == len(TOPICS)
+    assert [len(c) for c in spy.calls[:len(TOPICS)]] == [1] * len(TOPICS)  # the first pass, a note a batch
+    assert len(spy.calls) == 2 * len(TOPICS)  # then each note's rest, a batch each

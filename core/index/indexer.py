@@ -34,13 +34,17 @@ from core.graph.store import Store, content_hash, title_from_text
 TITLE_PREFIX_TOKENS = 48
 # A batch is filled up to about this many embedding inputs (estimated from text length) and at
 # most BATCH_NODES nodes: big enough that sorting by length keeps padding low, small enough that a
-# kill or a quit loses little work (the batch being embedded is dropped: 1,024 of the vault's long
-# chunks are about 15 s of the model on 2 cores); progress moves inside a batch as sub-batches are
-# embedded. Splitting work into calls costs the model: 1,000 short notes embedded as
+# kill or a quit loses little work (the batch being embedded is dropped; see BATCH_WORK); progress
+# moves inside a batch as sub-batches are embedded. Splitting work into calls costs the model: 1,000 short notes embedded as
 # [16, 128, 512, 315, 29] took 1.07x the time of one call, as [16, 512, 472] 1.04x, as
 # [32, 900, 68] 1.03x (median of 9, interleaved; the small calls pad their rows to their longest).
 BATCH_INPUTS = 1024
 BATCH_NODES = 1024
+# And at most about this much work (word pieces, core/index/progress.py input_work): 1,024 short
+# notes are ~27,000 (1.4 s of the model on 2 cores), 1,024 of the vault's long chunks ~300,000
+# (15 s, all lost to a quit, and the notes counted done only when their batch is written: the SSH
+# walkthrough saw "5/86 nodes" stand for 13 s). 64,000 is about 2.5 s of long chunks.
+BATCH_WORK = 64_000
 # The run's first batch is small: it is chunked before anything can overlap it (in the first pass
 # each of its notes is chunked whole: 64 vault notes took 0.46 s). Each batch after it may be
 # RAMP times the one before, up to BATCH_INPUTS: a batch is chunked while the one before it is
@@ -251,10 +255,10 @@ class Indexer:
         while True:
             size = min(BATCH_INPUTS, order.batch_inputs * RAMP if order.batch_inputs else FIRST_BATCH_INPUTS)
             first_pass = True
-            notes = order.first_pass(min(self.batch_nodes, size))
+            notes = order.first_pass(min(self.batch_nodes, size), BATCH_WORK)
             if not notes:
                 first_pass = False
-                notes = order.second_pass(size, self.batch_nodes, in_flight)
+                notes = order.second_pass(size, self.batch_nodes, in_flight, BATCH_WORK)
             if not notes:
                 if in_flight or not self._take_on(order, tally):
                     return None
@@ -386,7 +390,7 @@ class Indexer:
                 if nhash != hashes[0] and nhash not in old:
                     later.append(nsize)
                 order.inputs_left[node_id] = len(later)
-                left[node_id] = sum(later)
+                left[node_id] = order.work_left[node_id] = sum(later)
                 plan = _NotePlan(row, chunks[:1], inputs[:1], hashes[:1], None, None)
             else:
                 order.done.add(node_id)

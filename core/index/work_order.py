@@ -71,6 +71,7 @@ class WorkOrder:
         self.done: set[int] = set()  # planned whole, skipped or failed: not taken again this run
         self.reached: set[int] = set()  # first chunk planned by this run
         self.inputs_left: dict[int, int] = {}  # a reached note's later inputs, known from its chunking
+        self.work_left: dict[int, int] = {}  # and their work (word pieces, core/index/progress.py)
         self.uncovered: set[int] = set()  # notes without any vector when taken on, until one is written
         self.batch_inputs = 0  # the inputs of the batch planned last (0: none yet; see indexer.RAMP)
 
@@ -120,20 +121,29 @@ class WorkOrder:
         """Put notes taken for a batch back at the head of their pass, in order (for a later batch)."""
         (self._first if first_pass else self._rest).extendleft(reversed(notes))
 
-    def first_pass(self, max_notes: int) -> list[PendingNote]:
-        """Up to `max_notes` notes without a vector, for their first chunk (one input each)."""
+    def first_pass(self, max_notes: int, max_work: int) -> list[PendingNote]:
+        """Up to `max_notes` notes without a vector, for their first chunk (one input each), up to about
+        `max_work` (a first chunk's work estimated as the note's average input's)."""
         out = []
+        work = 0
         while self._first and len(out) < max_notes:
             note = self._first.popleft()
-            if note.id not in self.done:
-                out.append(note)
+            if note.id in self.done:
+                continue
+            needs = note.work_estimate // max(1, note.chunks_estimate)
+            if out and work + needs > max_work:
+                self._first.appendleft(note)
+                break
+            out.append(note)
+            work += needs
         return out
 
-    def second_pass(self, max_inputs: int, max_notes: int, in_flight: frozenset[int] | set[int]) -> list[PendingNote]:
-        """Notes to index whole, up to about `max_inputs` embedding inputs; a note whose first chunk
-        is still being embedded waits (its vector is reused once written, not embedded twice)."""
+    def second_pass(self, max_inputs: int, max_notes: int, in_flight: frozenset[int] | set[int],
+                    max_work: int) -> list[PendingNote]:
+        """Notes to index whole, up to about `max_inputs` embedding inputs and `max_work`; a note whose
+        first chunk is still being embedded waits (its vector is reused once written, not embedded twice)."""
         out: list[PendingNote] = []
-        inputs = 0
+        inputs = work = 0
         self._rest.extendleft(reversed(self._deferred))  # they were ahead of the rest in the order
         self._deferred = []
         while self._rest and len(out) < max_notes:
@@ -144,9 +154,11 @@ class WorkOrder:
                 self._deferred.append(note)
                 continue
             needs = self.inputs_of(note, first_pass=False)
-            if out and inputs + needs > max_inputs:
+            needs_work = self.work_left.get(note.id, note.work_estimate)
+            if out and (inputs + needs > max_inputs or work + needs_work > max_work):
                 self._rest.appendleft(note)
                 break
             out.append(note)
             inputs += needs
+            work += needs_work
         return out
