@@ -146,3 +146,22 @@ def test_the_eta_counts_the_writing_of_what_was_embedded():
     clock.now += 2
     tally.embedding(1_000)  # the model is done; the last batch is not written yet
     assert seen[-1].eta == 0.5
+
+
+def test_the_command_lines_bar_says_when_meaning_search_reaches_every_note():
+    from core.index.progress import IndexProgress
+    from tui.cli.common import Out
+    from tui.cli.index_bar import IndexBar
+
+    def at(covered: int, done: int) -> IndexProgress:
+        return IndexProgress(notes_done=done, notes_total=119, covered=covered, graph_notes=119, chunks_done=done,
+                             work_done=done * 10, work_total=1190, seconds=1.0, eta=None)
+
+    with IndexBar(Out(as_json=False)) as bar:
+        bar(at(32, 0))
+        assert bar.bar.tasks[0].fields["reach"] == "searchable 32/119"
+        bar(at(119, 11))
+        assert bar.bar.tasks[0].fields["reach"] == "all 119 searchable"  # it used to vanish
+    with IndexBar(Out(as_json=False)) as bar:  # every note reachable from the start: nothing to say
+        bar(at(119, 0))
+        assert bar.bar.tasks[0].fields["reach"] == ""
