@@ -229,3 +229,17 @@ def test_ctrl_c_while_the_model_embeds_a_batch_ends_cairn_index_cleanly(db_path,
     assert "interrupted; committed work is kept" in err
     with Store(db_path, readonly=True) as reader:
         assert coverage(reader.db) == (40, 40)  # the first pass, committed before the Ctrl-C, is kept
+
+
+def test_cairn_index_says_when_the_process_it_waited_for_did_the_work(db_path, store, embedder, cairn_cmd, cli_env):
+    notes(store, 3)
+    with held(db_path) as mine:  # as the app's run would hold it
+        assert mine
+        proc = subprocess.Popen([*cairn_cmd, "--db", str(db_path), "index"], env=cli_env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert "waiting for it to finish" in proc.stderr.readline()
+        Indexer(store, embedder)._run(None, None, None)  # the holder's own run (it holds the lock already)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert "The other process indexed them; meaning search covers 3 of 3 nodes." in out, out
+    assert "Indexed 0 nodes" not in out

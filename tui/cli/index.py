@@ -21,7 +21,10 @@ def cmd_index(args, out: Out) -> int:
         elif indexer.pending_count() == 0 and not args.json:
             out.text("Nothing to index: every node is up to date.")
             return 0
+        waited = []
+
         def waiting() -> None:  # one index run at a time per database (core/index/run_lock.py)
+            waited.append(True)
             print("Another Cairn process (the app, or cairn index) is indexing this database; waiting for it "
                   "to finish (Ctrl-C stops waiting)…", file=sys.stderr, flush=True)
 
@@ -30,6 +33,8 @@ def cmd_index(args, out: Out) -> int:
         covered, nodes = coverage(store.db)
     if out.as_json:
         out.json({**report.as_dict(), "covered": covered, "nodes": nodes})
+    elif waited and not report.indexed and not report.errors:
+        out.text(f"The other process indexed them; {coverage_text(covered, nodes, 'node')}.")
     else:
         rate = rate_text(report.embedded, report.seconds, "chunk")
         # Texts through the model and vectors kept are not parts of the chunks: a note's own text may be
