@@ -35,9 +35,10 @@ TITLE_PREFIX_TOKENS = 48
 # A batch is filled up to about this many embedding inputs (estimated from text length) and at
 # most BATCH_NODES nodes: big enough that sorting by length keeps padding low, small enough that a
 # kill or a quit loses little work (the batch being embedded is dropped; see BATCH_WORK); progress
-# moves inside a batch as sub-batches are embedded. Splitting work into calls costs the model: 1,000 short notes embedded as
-# [16, 128, 512, 315, 29] took 1.07x the time of one call, as [16, 512, 472] 1.04x, as
-# [32, 900, 68] 1.03x (median of 9, interleaved; the small calls pad their rows to their longest).
+# moves inside a batch as sub-batches are embedded. Splitting work into calls costs the model:
+# 1,000 short notes embedded as [16, 128, 512, 315, 29] took 1.07x the time of one call, as
+# [16, 512, 472] 1.04x, as [32, 900, 68] 1.03x (median of 9, interleaved; the small calls pad
+# their rows to their longest).
 BATCH_INPUTS = 1024
 BATCH_NODES = 1024
 # And at most about this much work (word pieces, core/index/progress.py input_work): 1,024 short
