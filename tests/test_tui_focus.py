@@ -1108,3 +1108,25 @@ async def test_a_node_deleted_while_edited_closes_its_tab_once_the_edit_is_disca
         await settle(app, pilot)
         assert panel.open_ids == (alpha,)  # not a tab showing a node that is gone
         assert any("Beta" in n and "no longer there" in n for n in notices(app))
+
+
+async def test_a_pending_note_that_meaning_search_already_reaches_says_so(db_path, store, embedder, focuses):
+    """Coverage first: a long note's first chunk is embedded before the rest, and meaning search finds
+    it from then on. Its status said 'pending: waiting to be indexed' while it was the top meaning hit
+    (the issue-27 walkthrough)."""
+    from core.index.indexer import Indexer, coverage, reached
+
+    paragraph = "The lighthouse keeper trims the wick and winds the clockwork that turns the lens. "
+    long_id = store.add_node("Lighthouse log", "\n\n".join(f"Night {k}. " + paragraph * 10 for k in range(6)))["id"]
+    seen = []
+    Indexer(store, embedder).run(progress=seen.append,
+                                 should_stop=lambda: bool(seen) and seen[-1].covered == seen[-1].graph_notes)
+    assert store.get_node(long_id)["chunk_status"] == "pending" and reached(store.db, long_id)
+    fresh = store.add_node("Unread", "Not embedded at all.")["id"]
+    assert not reached(store.db, fresh) and coverage(store.db) == (1, 2)
+    app = CairnApp(db_path, first_run_prompt=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        panel = await open_nodes(app, pilot, long_id, fresh)
+        assert "meaning search finds it; the rest waits to be indexed" in text_of(
+            panel.view(long_id).query_one(".node-status", Static))
+        assert text_of(panel.view(fresh).query_one(".node-status", Static)).endswith("pending: waiting to be indexed")

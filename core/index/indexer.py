@@ -80,6 +80,13 @@ def coverage(db) -> tuple[int, int]:
     return notes - unreached, notes
 
 
+def reached(db, node_id: int) -> bool:
+    """Whether meaning search reaches this note now (coverage's rule: any vector of its own)."""
+    return bool(db.execute(
+        "SELECT EXISTS (SELECT 1 FROM chunks c WHERE c.node_id = ?) OR EXISTS (SELECT 1 FROM vec_nodes v WHERE v.rowid = ?)",
+        (int(node_id), int(node_id))).fetchone()[0])
+
+
 @dataclass
 class _NotePlan:
     row: object  # the node's row as read (its text is checked again at the write)

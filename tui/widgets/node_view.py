@@ -373,6 +373,10 @@ class NodeView(Vertical):
             with self.services.store() as store:
                 node = store.get_node(self.node_id)
                 edges = store.edges(self.node_id)
+                if node.get("chunk_status") == "pending":  # coverage first: its first chunk may be in
+                    from core.index.indexer import reached
+
+                    node["searchable"] = reached(store.db, self.node_id)
         except NotFound:
             self.post_message(self.Missing(self, self.node_id))
             return
@@ -444,6 +448,8 @@ class NodeView(Vertical):
             text = Text("● indexed")
         elif status == "error":
             text = Text("● index error: " + _plain(node.get("index_error") or "unknown error"))
+        elif node.get("searchable"):  # its first chunk (or its older text's vectors) already in
+            text = Text(f"● {status}: meaning search finds it; the rest waits to be indexed")
         else:
             text = Text(f"● {status}: waiting to be indexed")
         widget.update(text)
