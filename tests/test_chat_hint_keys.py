@@ -9,7 +9,7 @@ import pytest
 from core.config import Config
 from tui.app import CairnApp
 from tui.services import Services
-from tui.widgets.chat_pane import ChatInput, ChatPane
+from tui.widgets.chat_pane import ChatInput
 from tui_support import wait_for
 
 

@@ -43,7 +43,7 @@ BATCH_INPUTS = 1024
 BATCH_NODES = 1024
 # And at most about this much work (word pieces, core/index/progress.py input_work): 1,024 short
 # notes are ~27,000 (1.4 s of the model on 2 cores), 1,024 of the vault's long chunks ~300,000
-# (15 s, all lost to a quit, and the notes counted done only when their batch is written: the SSH
+# (~11 s, all lost to a quit, and the notes counted done only when their batch is written: the SSH
 # walkthrough saw "5/86 nodes" stand for 13 s). 64,000 is about 2.5 s of long chunks.
 BATCH_WORK = 64_000
 # The run's first batch is small: it is chunked before anything can overlap it (in the first pass

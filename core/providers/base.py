@@ -7,7 +7,7 @@ import dataclasses
 import threading
 from urllib.parse import urlparse
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 from core.errors import CairnError
 from core.providers import models

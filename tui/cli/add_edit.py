@@ -63,6 +63,3 @@ def add_in_editor(args, out: Out) -> int:
     else:
         print(node["id"])
     return 0
-
-
-

@@ -16,7 +16,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rich.text import Text
 from textual import events, on, work
@@ -34,6 +34,9 @@ from core.errors import CairnError, NotFound
 from core.safe_text import printable
 from tui.messages import NodesChanged, OpenNode
 from tui.services import Services
+
+if TYPE_CHECKING:
+    from textual.screen import ModalScreen
 
 # Escape waits this long before stopping a reply: over SSH a slow link can split alt+enter's ESC + CR
 # into "escape" then "enter" (Textual merges them only when they arrive within ESCDELAY, 100 ms);

@@ -27,7 +27,6 @@ sort and the dimension filter, and both last for the session unless "Nodes: reme
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from textual import events, on, work
